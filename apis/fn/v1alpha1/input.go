@@ -1,0 +1,58 @@
+// Package v1alpha1 holds the composition function's Input: composition-level
+// defaults for every PeerRelay the composition serves.
+// +kubebuilder:object:generate=true
+// +groupName=fn.peerrelay.io
+// +versionName=v1alpha1
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Cloud selects the cloud-specific Service annotations.
+// +kubebuilder:validation:Enum=aws;azure;none
+type Cloud string
+
+// Clouds the function knows load balancer annotations for.
+const (
+	CloudAWS   Cloud = "aws"
+	CloudAzure Cloud = "azure"
+	CloudNone  Cloud = "none"
+)
+
+// Input gives composition-level defaults. Every field is optional.
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:categories=crossplane
+type Input struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Image of the tailscale container when the PeerRelay names none.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Tags when the PeerRelay names none.
+	// +optional
+	Tags []string `json:"tags,omitempty"`
+
+	// Port when the PeerRelay names none.
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// Cloud selects the default Service annotations: aws and azure add those
+	// load balancer's public-address annotations; default both, as the
+	// Tailscale operator does, since each cloud ignores the other's.
+	// +optional
+	Cloud Cloud `json:"cloud,omitempty"`
+
+	// ProviderConfigName the composed RelayConfigs use; default "default".
+	// +optional
+	ProviderConfigName string `json:"providerConfigName,omitempty"`
+
+	// ProviderConfigKind the composed RelayConfigs use; default
+	// ClusterProviderConfig.
+	// +kubebuilder:validation:Enum=ProviderConfig;ClusterProviderConfig
+	// +optional
+	ProviderConfigKind string `json:"providerConfigKind,omitempty"`
+}

@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Defaults shared by the schema markers and the function, which applies them
+// itself because `crossplane render` and older XRs never saw the API server's
+// defaulting.
+const (
+	DefaultReplicas = 1
+	DefaultPort     = 41641
+	DefaultTag      = "tag:k8s"
+	// DefaultImage is the tailscale image the relay pods run. v1.102 is the
+	// first release whose tailscaled accepts RelayServerPort and
+	// RelayServerStaticEndpoints in its config file.
+	DefaultImage = "tailscale/tailscale:v1.102.5"
+	// DefaultAuthKeySecretKey is the key read from spec.authKeySecretRef.
+	DefaultAuthKeySecretKey = "authkey"
+	// MaxReplicas caps spec.replicas: every replica is its own load balancer.
+	MaxReplicas = 100
+)
+
+// PeerRelay runs spec.replicas tailnet peer relays, each on its own public UDP
+// endpoint.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=crossplane
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="STATUS",type="string",JSONPath=`.status.conditions[?(@.type=="PeerRelayReady")].reason`,description="Why the peer relay is or is not ready."
+// +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=`.status.endpoints[*].address`,description="Public addresses the replicas are reachable on."
+type PeerRelay struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PeerRelaySpec   `json:"spec"`
+	Status PeerRelayStatus `json:"status,omitempty"`
+}
+
+// PeerRelayList lists PeerRelays.
+// +kubebuilder:object:root=true
+type PeerRelayList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PeerRelay `json:"items"`
+}
+
+// PeerRelaySpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.aws) || !has(self.aws.elasticIPs) || self.aws.elasticIPs.size() >= (has(self.replicas) ? self.replicas : 1)",message="spec.aws.elasticIPs must have at least spec.replicas entries (one per replica)"
+type PeerRelaySpec struct {
+	// Replicas is the number of peer relay devices, each with its own public
+	// endpoint.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Tags the relay devices join the tailnet with. Your ACL grants
+	// tailscale.com/cap/relay to these tags.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(t, self.exists_one(u, u == t))",message="spec.tags must not repeat a tag"
+	// +kubebuilder:default={"tag:k8s"}
+	// +optional
+	Tags []Tag `json:"tags,omitempty"`
+
+	// HostnamePrefix names the devices <prefix>-<index>; default the
+	// PeerRelay's name.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]{0,61}$`
+	// +optional
+	HostnamePrefix string `json:"hostnamePrefix,omitempty"`
+
+	// Port is the UDP port the relay listens and is advertised on.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=41641
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// AuthKeySecretRef names a Secret in the PeerRelay's namespace holding a
+	// reusable, pre-authorised, tagged auth key. It is mounted read-only into
+	// the pods; the generated config refers to the file, never the key.
+	// +optional
+	AuthKeySecretRef *SecretKeyRef `json:"authKeySecretRef,omitempty"`
+
+	// Pod customises the relay pods.
+	// +optional
+	Pod *PodSpec `json:"pod,omitempty"`
+
+	// ProxyClass names a Tailscale operator ProxyClass to read pod settings
+	// from, when one exists.
+	// +optional
+	ProxyClass string `json:"proxyClass,omitempty"`
+
+	// Service customises each replica's Service.
+	// +optional
+	Service *ServiceSpec `json:"service,omitempty"`
+
+	// StaticEndpoints are extra ip:port endpoints advertised by every replica
+	// (port forwards, LB-IPAM addresses).
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	StaticEndpoints []string `json:"staticEndpoints,omitempty"`
+
+	// AWS configures Elastic IP pinning for the AWS Load Balancer Controller.
+	// +optional
+	AWS *AWSSpec `json:"aws,omitempty"`
+}
+
+// Tag is a tailnet ACL tag.
+// +kubebuilder:validation:Pattern=`^tag:[a-zA-Z][a-zA-Z0-9-]*$`
+type Tag string
+
+// SecretKeyRef names a key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the Secret; default "authkey".
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// PodSpec is the subset of a pod the user may set, as the Tailscale
+// operator's ProxyClass offers it.
+type PodSpec struct {
+	// Image of the tailscale container (v1.102 or later).
+	// +optional
+	Image string `json:"image,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// SecurityContext of the tailscaled container.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+}
+
+// ServiceSpec customises the per-replica Services.
+type ServiceSpec struct {
+	// Annotations applied to every replica's Service, after the cloud
+	// defaults and before Elastic IP pinning, which always wins.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// AWSSpec pins replicas to Elastic IPs.
+type AWSSpec struct {
+	// ElasticIPs: replica N uses entry N.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	ElasticIPs []ElasticIP `json:"elasticIPs,omitempty"`
+}
+
+// ElasticIP is an allocation and the subnet its NLB is placed in.
+type ElasticIP struct {
+	// AllocationID of the Elastic IP.
+	// +kubebuilder:validation:Pattern=`^eipalloc-[0-9a-f]+$`
+	AllocationID string `json:"allocationID"`
+	// SubnetID of a public subnet in the allocation's zone.
+	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-f]+$`
+	SubnetID string `json:"subnetID"`
+}
+
+// PeerRelayStatus is written by the function. Crossplane adds conditions.
+type PeerRelayStatus struct {
+	// Endpoints every replica advertises.
+	// +optional
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Replicas, one entry each.
+	// +optional
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+}
+
+// Endpoint is one public address of one replica.
+type Endpoint struct {
+	Replica int32  `json:"replica"`
+	Address string `json:"address"`
+	Port    int32  `json:"port"`
+}
+
+// ReplicaStatus summarises one replica.
+type ReplicaStatus struct {
+	Index    int32  `json:"index"`
+	Hostname string `json:"hostname"`
+	// Endpoints as ip:port.
+	// +optional
+	Endpoints []string `json:"endpoints,omitempty"`
+	PodReady  bool     `json:"podReady"`
+}

@@ -1,0 +1,155 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AWSCredentialsSource says where AWS credentials come from.
+// +kubebuilder:validation:Enum=None;Secret;InjectedIdentity
+type AWSCredentialsSource string
+
+// AWS credential sources.
+const (
+	// AWSCredentialsNone: no AWS calls are made; AWS resolution is off.
+	AWSCredentialsNone AWSCredentialsSource = "None"
+	// AWSCredentialsSecret reads aws_access_key_id, aws_secret_access_key
+	// and optionally aws_session_token from a Secret.
+	AWSCredentialsSecret AWSCredentialsSource = "Secret"
+	// AWSCredentialsInjectedIdentity uses the SDK's default chain: IRSA,
+	// pod identity or the instance role.
+	AWSCredentialsInjectedIdentity AWSCredentialsSource = "InjectedIdentity"
+)
+
+// Keys read from an AWS credentials Secret.
+const (
+	AWSAccessKeyIDKey     = "aws_access_key_id"
+	AWSSecretAccessKeyKey = "aws_secret_access_key"
+	AWSSessionTokenKey    = "aws_session_token"
+)
+
+// DefaultResolveTimeout bounds each DNS or AWS lookup.
+const DefaultResolveTimeout = 5 // seconds
+
+// AWSConfig configures AWS API access.
+type AWSConfig struct {
+	// Source of credentials; default None.
+	// +kubebuilder:default=None
+	// +optional
+	Source AWSCredentialsSource `json:"source,omitempty"`
+	// SecretRef names the credentials Secret (Source Secret). A
+	// ProviderConfig reads it from its own namespace; a
+	// ClusterProviderConfig needs the namespace set.
+	// +optional
+	SecretRef *xpv2.SecretReference `json:"secretRef,omitempty"`
+	// Region used when a RelayConfig names none.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// Endpoint overrides the AWS API endpoint (a VPC endpoint, or a test
+	// server).
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// DNSConfig configures hostname resolution.
+type DNSConfig struct {
+	// Server (ip:port) to ask instead of the system resolver.
+	// +kubebuilder:validation:Pattern=`^[^\s]+:[0-9]+$`
+	// +optional
+	Server string `json:"server,omitempty"`
+}
+
+// ProviderConfigSpec configures how the provider reaches the world.
+type ProviderConfigSpec struct {
+	// +optional
+	AWS *AWSConfig `json:"aws,omitempty"`
+	// +optional
+	DNS *DNSConfig `json:"dns,omitempty"`
+	// ResolveTimeout bounds each DNS or AWS lookup; default 5s.
+	// +optional
+	ResolveTimeout *metav1.Duration `json:"resolveTimeout,omitempty"`
+}
+
+// ProviderConfigStatus is the status of a provider config.
+type ProviderConfigStatus struct {
+	xpv2.ProviderConfigStatus `json:",inline"`
+}
+
+// A ProviderConfig configures provider-peerrelay for RelayConfigs in its
+// namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,peerrelay}
+type ProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// ProviderConfigList lists ProviderConfigs.
+// +kubebuilder:object:root=true
+type ProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfig `json:"items"`
+}
+
+// A ClusterProviderConfig configures provider-peerrelay for RelayConfigs in
+// any namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,peerrelay}
+type ClusterProviderConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderConfigSpec   `json:"spec"`
+	Status ProviderConfigStatus `json:"status,omitempty"`
+}
+
+// ClusterProviderConfigList lists ClusterProviderConfigs.
+// +kubebuilder:object:root=true
+type ClusterProviderConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProviderConfig `json:"items"`
+}
+
+// A ProviderConfigUsage records that a RelayConfig uses a ProviderConfig.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,peerrelay}
+type ProviderConfigUsage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	xpv2.TypedProviderConfigUsage `json:",inline"`
+}
+
+// ProviderConfigUsageList lists ProviderConfigUsages.
+// +kubebuilder:object:root=true
+type ProviderConfigUsageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderConfigUsage `json:"items"`
+}
+
+// A ClusterProviderConfigUsage records that a RelayConfig uses a
+// ClusterProviderConfig.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,peerrelay}
+type ClusterProviderConfigUsage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	xpv2.TypedProviderConfigUsage `json:",inline"`
+}
+
+// ClusterProviderConfigUsageList lists ClusterProviderConfigUsages.
+// +kubebuilder:object:root=true
+type ClusterProviderConfigUsageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProviderConfigUsage `json:"items"`
+}

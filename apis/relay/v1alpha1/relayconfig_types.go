@@ -1,0 +1,166 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Resolution says where a replica's public endpoints come from.
+// +kubebuilder:validation:Enum=Auto;Ingress;DNS;AWS
+type Resolution string
+
+// Resolutions.
+const (
+	// ResolutionAuto uses ingress IPs, else the AWS API for ELB hostnames
+	// when AWS credentials are configured, else DNS.
+	ResolutionAuto    Resolution = "Auto"
+	ResolutionIngress Resolution = "Ingress"
+	ResolutionDNS     Resolution = "DNS"
+	ResolutionAWS     Resolution = "AWS"
+)
+
+// AuthKeyMode says how the config refers to the auth key.
+// +kubebuilder:validation:Enum=File;Inline
+type AuthKeyMode string
+
+// AuthKey modes.
+const (
+	// AuthKeyModeFile writes AuthKey "file:<mountPath>/<key>": the config
+	// Secret holds no credential; the pod mounts the auth key Secret.
+	AuthKeyModeFile AuthKeyMode = "File"
+	// AuthKeyModeInline copies the key into the config Secret.
+	AuthKeyModeInline AuthKeyMode = "Inline"
+)
+
+// DefaultAuthKeyMountPath is where the function mounts the auth key Secret.
+const DefaultAuthKeyMountPath = "/etc/tailscale/authkey"
+
+// Endpoint sources, as reported in status.atProvider.source.
+const (
+	SourceIngressIP = "ingress-ip"
+	SourceDNS       = "dns"
+	SourceAWSAPI    = "aws-api"
+	SourceStatic    = "static"
+)
+
+// LocalRef names an object in the same namespace.
+type LocalRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// AuthKeyRef names the auth key.
+type AuthKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +kubebuilder:default=authkey
+	// +optional
+	Key string `json:"key,omitempty"`
+	// Mode: File (default) or Inline.
+	// +kubebuilder:default=File
+	// +optional
+	Mode AuthKeyMode `json:"mode,omitempty"`
+	// MountPath is the folder the pod mounts the Secret at (File mode).
+	// +optional
+	MountPath string `json:"mountPath,omitempty"`
+}
+
+// AWSResolution tunes the AWS API lookup.
+type AWSResolution struct {
+	// Region of the load balancer.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// LoadBalancerName, when the ingress hostname does not say it.
+	// +optional
+	LoadBalancerName string `json:"loadBalancerName,omitempty"`
+}
+
+// RelayConfigParameters is the desired config of one relay replica.
+type RelayConfigParameters struct {
+	// ServiceRef is the replica's Service, whose load balancer ingress gives
+	// the public endpoints.
+	// +optional
+	ServiceRef *LocalRef `json:"serviceRef,omitempty"`
+
+	// ConfigSecretName is the Secret the provider writes the tailscaled
+	// config into.
+	// +kubebuilder:validation:MinLength=1
+	ConfigSecretName string `json:"configSecretName"`
+
+	// Hostname of the tailnet device.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]{0,62}$`
+	Hostname string `json:"hostname"`
+
+	// Port is the relay's UDP port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// AuthKeySecretRef names the auth key Secret.
+	// +optional
+	AuthKeySecretRef *AuthKeyRef `json:"authKeySecretRef,omitempty"`
+
+	// StaticEndpoints (ip:port) are advertised as well as resolved ones.
+	// +optional
+	StaticEndpoints []string `json:"staticEndpoints,omitempty"`
+
+	// Resolution: Auto (default), Ingress, DNS or AWS.
+	// +kubebuilder:default=Auto
+	// +optional
+	Resolution Resolution `json:"resolution,omitempty"`
+
+	// AWS tunes the AWS resolution.
+	// +optional
+	AWS *AWSResolution `json:"aws,omitempty"`
+}
+
+// RelayConfigObservation is what the provider resolved and wrote.
+type RelayConfigObservation struct {
+	// Endpoints advertised, ip:port, sorted.
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Source of the resolved endpoints.
+	Source string `json:"source,omitempty"`
+	// Hostname from the Service's ingress, when it had one.
+	Hostname string `json:"hostname,omitempty"`
+	// ConfigHash is the sha256 of the written config file.
+	ConfigHash string `json:"configHash,omitempty"`
+	// LastResolved is when endpoints were last resolved successfully.
+	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+}
+
+// RelayConfigSpec is the managed resource spec.
+type RelayConfigSpec struct {
+	xpv2.ManagedResourceSpec `json:",inline"`
+	ForProvider              RelayConfigParameters `json:"forProvider"`
+}
+
+// RelayConfigStatus is the managed resource status.
+type RelayConfigStatus struct {
+	xpv2.ManagedResourceStatus `json:",inline"`
+	AtProvider                 RelayConfigObservation `json:"atProvider,omitempty"`
+}
+
+// A RelayConfig resolves one relay replica's public endpoints and writes its
+// tailscaled config Secret.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,peerrelay}
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=".status.atProvider.endpoints"
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+type RelayConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RelayConfigSpec   `json:"spec"`
+	Status RelayConfigStatus `json:"status,omitempty"`
+}
+
+// RelayConfigList lists RelayConfigs.
+// +kubebuilder:object:root=true
+type RelayConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RelayConfig `json:"items"`
+}
