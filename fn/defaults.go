@@ -1,0 +1,77 @@
+package fn
+
+import (
+	"fmt"
+
+	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// Labels Crossplane puts on a legacy XR to name its claim.
+const (
+	labelClaimName      = "crossplane.io/claim-name"
+	labelClaimNamespace = "crossplane.io/claim-namespace"
+)
+
+// defaults applies, in order, the PeerRelay's own values, the Input's
+// composition-level defaults and the built-in ones.
+func defaults(xrName, xrNamespace string, xrLabels map[string]string, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*relay, error) {
+	r := &relay{Name: xrName, Namespace: xrNamespace, Spec: spec, Cloud: in.Cloud}
+	if r.Namespace == "" {
+		// A legacy cluster XPeerRelay composes into its claim's namespace,
+		// under its claim's name: the name the user wrote.
+		r.Name, r.Namespace = xrLabels[labelClaimName], xrLabels[labelClaimNamespace]
+		if r.Name == "" || r.Namespace == "" {
+			return nil, fmt.Errorf("metadata: a cluster-scoped XPeerRelay needs a claim (labels %s and %s): create a PeerRelay claim in a namespace instead", labelClaimName, labelClaimNamespace)
+		}
+	}
+	r.Base, _ = baseName(r.Name)
+
+	r.Replicas = v1alpha1.DefaultReplicas
+	if spec.Replicas != nil {
+		r.Replicas = int(*spec.Replicas)
+	}
+	r.Port = v1alpha1.DefaultPort
+	if in.Port != nil {
+		r.Port = *in.Port
+	}
+	if spec.Port != nil {
+		r.Port = *spec.Port
+	}
+	switch {
+	case len(spec.Tags) > 0:
+		for _, t := range spec.Tags {
+			r.Tags = append(r.Tags, string(t))
+		}
+	case len(in.Tags) > 0:
+		r.Tags = in.Tags
+	default:
+		r.Tags = []string{v1alpha1.DefaultTag}
+	}
+	r.Image = v1alpha1.DefaultImage
+	if in.Image != "" {
+		r.Image = in.Image
+	}
+	if spec.Pod != nil && spec.Pod.Image != "" {
+		r.Image = spec.Pod.Image
+	}
+	r.Hostname = r.Base
+	if spec.HostnamePrefix != "" {
+		r.Hostname = spec.HostnamePrefix
+	}
+	if ref := spec.AuthKeySecretRef; ref != nil {
+		r.AuthKey = &v1alpha1.SecretKeyRef{Name: ref.Name, Key: ref.Key}
+		if r.AuthKey.Key == "" {
+			r.AuthKey.Key = v1alpha1.DefaultAuthKeySecretKey
+		}
+	}
+	r.ProviderConfig = providerConfigRef{Kind: relayv1alpha1.ClusterProviderConfigKind, Name: "default"}
+	if in.ProviderConfigKind != "" {
+		r.ProviderConfig.Kind = in.ProviderConfigKind
+	}
+	if in.ProviderConfigName != "" {
+		r.ProviderConfig.Name = in.ProviderConfigName
+	}
+	return r, nil
+}

@@ -1,0 +1,178 @@
+package fn
+
+import (
+	"maps"
+	"path"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// What containerboot reads; see DESIGN.md.
+const (
+	containerName   = "tailscaled"
+	configMountRoot = "/etc/tsconfig"
+	healthCheckPort = 9002
+	servicePortName = "peerrelay"
+	authKeyVolume   = "authkey"
+)
+
+func meta(r *relay, name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: labels}
+}
+
+func serviceAccount(r *relay) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+	}
+}
+
+// role lets each pod's containerboot keep its device state in its own state
+// Secret and record events; nothing else.
+func role(r *relay) *rbacv1.Role {
+	states := make([]string, r.Replicas)
+	for i := range states {
+		states[i] = replicaName(r.Base, i)
+	}
+	rules := []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"},
+	}}
+	if len(states) > 0 {
+		rules = append([]rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: states, Verbs: []string{"get", "update", "patch"},
+		}}, rules...)
+	}
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+		Rules:      rules,
+	}
+}
+
+func roleBinding(r *relay) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: r.Base},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: r.Base, Namespace: r.Namespace}},
+	}
+}
+
+// stateSecret is created empty; tailscaled fills it. It lives as long as the
+// replica so a restarted pod keeps its device identity.
+func stateSecret(r *relay, i int) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta(r, replicaName(r.Base, i), replicaLabels(r, i)),
+		Type:       corev1.SecretTypeOpaque,
+	}
+}
+
+func service(r *relay, i int) *corev1.Service {
+	m := meta(r, replicaName(r.Base, i), replicaLabels(r, i))
+	m.Annotations = serviceAnnotations(r, i)
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: m,
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{labelPodName: replicaName(r.Base, i)},
+			Ports: []corev1.ServicePort{{
+				Name: servicePortName, Protocol: corev1.ProtocolUDP,
+				Port: r.Port, TargetPort: intstr.FromInt32(r.Port),
+			}},
+		},
+	}
+}
+
+func authKeyMountPath() string { return relayv1alpha1.DefaultAuthKeyMountPath }
+
+func statefulSet(r *relay) *appsv1.StatefulSet {
+	replicas := int32(r.Replicas)
+	podLabels := map[string]string{}
+	var podAnnotations map[string]string
+	pod := r.Spec.Pod
+	if pod != nil {
+		maps.Copy(podLabels, pod.Labels)
+		podAnnotations = maps.Clone(pod.Annotations)
+	}
+	maps.Copy(podLabels, commonLabels(r)) // ours win: the selector depends on them
+
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for i := range r.Replicas {
+		vol := "config-" + strconv.Itoa(i)
+		volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(r.Base, i)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{
+			Name: vol, ReadOnly: true, MountPath: path.Join(configMountRoot, replicaName(r.Base, i)),
+		})
+	}
+	if r.AuthKey != nil {
+		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{
+				SecretName: r.AuthKey.Name,
+				Items:      []corev1.KeyToPath{{Key: r.AuthKey.Key, Path: r.AuthKey.Key}},
+			},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
+	}
+
+	c := corev1.Container{
+		Name:  containerName,
+		Image: r.Image,
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "TS_KUBE_SECRET", Value: "$(POD_NAME)"},
+			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: configMountRoot + "/$(POD_NAME)"},
+			{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
+		},
+		Ports: []corev1.ContainerPort{
+			{Name: "healthz", ContainerPort: healthCheckPort, Protocol: corev1.ProtocolTCP},
+			{Name: servicePortName, ContainerPort: r.Port, Protocol: corev1.ProtocolUDP},
+		},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/healthz", Port: intstr.FromInt32(healthCheckPort),
+		}}, PeriodSeconds: 5},
+		VolumeMounts: mounts,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("10m"),
+			corev1.ResourceMemory: resource.MustParse("32Mi"),
+		}},
+	}
+	spec := corev1.PodSpec{ServiceAccountName: r.Base, Volumes: volumes, Containers: []corev1.Container{c}}
+	if pod != nil {
+		if pod.Resources != nil {
+			spec.Containers[0].Resources = *pod.Resources
+		}
+		spec.Containers[0].SecurityContext = pod.SecurityContext
+		spec.NodeSelector = pod.NodeSelector
+		spec.Tolerations = pod.Tolerations
+		spec.Affinity = pod.Affinity
+		spec.ImagePullSecrets = pod.ImagePullSecrets
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            &replicas,
+			ServiceName:         r.Base,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: selectorLabels(r)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+				Spec:       spec,
+			},
+		},
+	}
+}

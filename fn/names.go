@@ -1,0 +1,87 @@
+package fn
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxBaseLen keeps every derived name legal: a StatefulSet's name must leave
+// room for the 11-character controller-revision-hash suffix in a 63-character
+// label, and R-99-config must fit in 63 too.
+const maxBaseLen = 52
+
+// Labels on every object we compose.
+const (
+	labelName      = "app.kubernetes.io/name"
+	labelInstance  = "app.kubernetes.io/instance"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelReplica   = "peerrelay.io/replica"
+	labelPodName   = "statefulset.kubernetes.io/pod-name"
+	appName        = "peerrelay"
+)
+
+// baseName derives the prefix of composed object names from the PeerRelay's
+// name. Kubernetes allows 253-character names with dots; Services need a
+// DNS-1035 label (a letter first, no dots, at most 63). A name that already
+// fits is used unchanged; any other is shortened and suffixed with a hash of
+// the full name so two long names never collide. The second result says why
+// the name was changed, or is empty.
+func baseName(name string) (string, string) {
+	b := strings.ReplaceAll(strings.ToLower(name), ".", "-")
+	var why []string
+	if b != name {
+		why = append(why, "dots are not allowed in Service names")
+	}
+	if b == "" || b[0] < 'a' || b[0] > 'z' {
+		b = "pr-" + b
+		why = append(why, "Service names must start with a letter")
+	}
+	if len(b) > maxBaseLen {
+		why = append(why, fmt.Sprintf("derived names must stay within %d characters", maxBaseLen))
+	}
+	if len(why) == 0 {
+		return b, ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := hex.EncodeToString(sum[:4])
+	if len(b) > maxBaseLen-len(suffix)-1 {
+		b = strings.TrimRight(b[:maxBaseLen-len(suffix)-1], "-")
+	}
+	return b + "-" + suffix, strings.Join(why, "; ")
+}
+
+func replicaName(base string, i int) string      { return base + "-" + strconv.Itoa(i) }
+func configSecretName(base string, i int) string { return replicaName(base, i) + "-config" }
+func hostname(prefix string, i int) string       { return prefix + "-" + strconv.Itoa(i) }
+
+// Pipeline resource names: how Crossplane tells our composed resources apart
+// across calls. Not object names.
+func svcKey(i int) string         { return "service-" + strconv.Itoa(i) }
+func stateKey(i int) string       { return "state-secret-" + strconv.Itoa(i) }
+func relayConfigKey(i int) string { return "relayconfig-" + strconv.Itoa(i) }
+
+const (
+	keyServiceAccount = "serviceaccount"
+	keyRole           = "role"
+	keyRoleBinding    = "rolebinding"
+	keyStatefulSet    = "statefulset"
+)
+
+func selectorLabels(r *relay) map[string]string {
+	return map[string]string{labelName: appName, labelInstance: r.Base}
+}
+
+func commonLabels(r *relay) map[string]string {
+	l := selectorLabels(r)
+	l[labelManagedBy] = "function-peerrelay"
+	return l
+}
+
+func replicaLabels(r *relay, i int) map[string]string {
+	l := commonLabels(r)
+	l[labelReplica] = strconv.Itoa(i)
+	return l
+}

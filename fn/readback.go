@@ -1,0 +1,95 @@
+package fn
+
+import (
+	"fmt"
+	"time"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+)
+
+// requirePods asks Crossplane for the relay pods, so status can say which
+// replica's pod is ready.
+func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if rsp.Requirements == nil {
+		rsp.Requirements = &fnv1.Requirements{}
+	}
+	if rsp.Requirements.Resources == nil {
+		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
+	}
+	ns := r.Namespace
+	rsp.Requirements.Resources[requiredPodsKey] = &fnv1.ResourceSelector{
+		ApiVersion: "v1",
+		Kind:       "Pod",
+		Namespace:  &ns,
+		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: selectorLabels(r)}},
+	}
+}
+
+// requiredPods returns the pods Crossplane supplied, by name, or nil when it
+// supplied none.
+func requiredPods(req *fnv1.RunFunctionRequest) map[string]*composed.Unstructured {
+	pods, ok, err := request.GetRequiredResource(req, requiredPodsKey)
+	if err != nil || !ok {
+		return nil
+	}
+	out := make(map[string]*composed.Unstructured, len(pods))
+	for _, p := range pods {
+		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
+	}
+	return out
+}
+
+// readiness tells Crossplane when each composed resource is ready, so the XR
+// is never Ready before every replica has an endpoint and a ready pod.
+func readiness(key string, r *relay, o observedState, s summary) resource.Ready {
+	if _, ok := o.get(key); !ok {
+		return resource.ReadyFalse
+	}
+	var i int
+	switch {
+	case key == keyStatefulSet:
+		return readyIf(o.statefulSetReadyReplicas() >= int64(r.Replicas))
+	case scan(key, "service-%d", &i):
+		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
+	case scan(key, "relayconfig-%d", &i):
+		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
+	}
+	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding, state Secrets
+}
+
+func scan(key, format string, i *int) bool {
+	n, err := fmt.Sscanf(key, format, i)
+	return err == nil && n == 1
+}
+
+func readyIf(b bool) resource.Ready {
+	if b {
+		return resource.ReadyTrue
+	}
+	return resource.ReadyFalse
+}
+
+// setStatus writes status.endpoints and status.replicas on the desired XR,
+// keeping whatever earlier steps put there.
+func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
+	dxr, err := request.GetDesiredCompositeResource(req)
+	if err != nil {
+		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
+	}
+	if err := dxr.Resource.SetValue("status.endpoints", st.Endpoints); err != nil {
+		return fmt.Errorf("cannot set status.endpoints: %w", err)
+	}
+	if err := dxr.Resource.SetValue("status.replicas", st.Replicas); err != nil {
+		return fmt.Errorf("cannot set status.replicas: %w", err)
+	}
+	return response.SetDesiredCompositeResource(rsp, dxr)
+}
+
+func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

@@ -1,0 +1,43 @@
+package fn
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// relayConfig asks the provider to resolve replica i's public endpoints and
+// write its tailscaled config into R-i-config. The config refers to the auth
+// key as a file the StatefulSet mounts, so it carries no credential.
+func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
+	name := replicaName(r.Base, i)
+	p := relayv1alpha1.RelayConfigParameters{
+		ServiceRef:       &relayv1alpha1.LocalRef{Name: name},
+		ConfigSecretName: configSecretName(r.Base, i),
+		Hostname:         hostname(r.Hostname, i),
+		Port:             r.Port,
+		StaticEndpoints:  r.Spec.StaticEndpoints,
+		Resolution:       relayv1alpha1.ResolutionAuto,
+	}
+	if r.AuthKey != nil {
+		p.AuthKeySecretRef = &relayv1alpha1.AuthKeyRef{
+			Name: r.AuthKey.Name, Key: r.AuthKey.Key,
+			Mode: relayv1alpha1.AuthKeyModeFile, MountPath: authKeyMountPath(),
+		}
+	}
+	return &relayv1alpha1.RelayConfig{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: relayv1alpha1.GroupVersion.String(), Kind: relayv1alpha1.RelayConfigKind,
+		},
+		ObjectMeta: meta(r, name, replicaLabels(r, i)),
+		Spec: relayv1alpha1.RelayConfigSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{
+				ProviderConfigReference: &xpv2.ProviderConfigReference{
+					Kind: r.ProviderConfig.Kind, Name: r.ProviderConfig.Name,
+				},
+			},
+			ForProvider: p,
+		},
+	}
+}
