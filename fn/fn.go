@@ -60,7 +60,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 	objs := compose(r)
 	for _, o := range objs {
-		cd, err := composed.From(o.obj)
+		cd, err := toComposed(o.obj)
 		if err != nil {
 			response.Fatal(rsp, fmt.Errorf("cannot convert %s: %w", o.key, err))
 			return rsp, nil
@@ -133,6 +133,24 @@ func fail(rsp *fnv1.RunFunctionResponse, err error) {
 type keyedObject struct {
 	key string
 	obj runtime.Object
+}
+
+// toComposed converts a typed object without a scheme lookup, dropping the
+// empty creationTimestamp and status a typed object always marshals.
+func toComposed(o runtime.Object) (*composed.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+		delete(m, "status")
+	}
+	cd := composed.New()
+	cd.SetUnstructuredContent(m)
+	return cd, nil
 }
 
 // compose builds every object the PeerRelay needs: pure, spec in, objects out.

@@ -33,6 +33,9 @@ func (e *fieldErrors) add(field, format string, a ...any) {
 	*e = append(*e, field+": "+fmt.Sprintf(format, a...))
 }
 
+// addf adds a message that names its fields itself.
+func (e *fieldErrors) addf(format string, a ...any) { *e = append(*e, fmt.Sprintf(format, a...)) }
+
 func (e fieldErrors) Error() string { return strings.Join(e, "; ") }
 
 // validate checks a spec. awsOnly reports whether every error concerns
@@ -109,7 +112,7 @@ func validateAWS(errs *fieldErrors, s *v1alpha1.PeerRelaySpec, replicas int) {
 	}
 	eips := s.AWS.ElasticIPs
 	if len(eips) > 0 && len(eips) < replicas {
-		errs.add("spec.aws.elasticIPs", "has %d entries but spec.replicas is %d: give one Elastic IP per replica", len(eips), replicas)
+		errs.addf("spec.aws.elasticIPs has %d entries but spec.replicas is %d: give one Elastic IP per replica", len(eips), replicas)
 	}
 	seen := map[string]int{}
 	for i, e := range eips {

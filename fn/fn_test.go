@@ -1,0 +1,409 @@
+package fn
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
+)
+
+// mustStruct turns YAML into a protobuf Struct.
+func mustStruct(t testing.TB, y string) *structpb.Struct {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resource.MustStructJSON(string(j))
+}
+
+func xr(t testing.TB, spec string) *fnv1.Resource {
+	t.Helper()
+	return &fnv1.Resource{Resource: mustStruct(t, `
+apiVersion: peerrelay.io/v1alpha1
+kind: PeerRelay
+metadata: {name: my-relay, namespace: team-a}
+spec:
+`+indent(spec))}
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = "  " + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
+	t.Helper()
+	f := &Function{Log: logging.NewNopLogger()}
+	rsp, err := f.RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatalf("RunFunction returned an error: %v", err)
+	}
+	return rsp
+}
+
+func field(t testing.TB, s *structpb.Struct, path ...string) any {
+	t.Helper()
+	var v any = s.AsMap()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func TestRunFunctionComposes(t *testing.T) {
+	type want struct {
+		names       map[string]string // pipeline key -> metadata.name
+		namespace   string
+		notComposed []string
+		extra       map[string]func(t *testing.T, rsp *fnv1.RunFunctionResponse)
+	}
+	cases := map[string]struct {
+		reason string
+		req    *fnv1.RunFunctionRequest
+		want   want
+	}{
+		"ThreeReplicas": {
+			reason: "A v2 PeerRelay with three replicas composes the shared objects once and three of each per-replica object, named after the PeerRelay.",
+			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3\nauthKeySecretRef: {name: ts-auth}")}},
+			want: want{
+				names: map[string]string{
+					"serviceaccount": "my-relay", "role": "my-relay", "rolebinding": "my-relay", "statefulset": "my-relay",
+					"service-0": "my-relay-0", "service-2": "my-relay-2", "state-secret-1": "my-relay-1", "relayconfig-2": "my-relay-2",
+				},
+				namespace:   "team-a",
+				notComposed: []string{"service-3", "relayconfig-3"},
+				extra: map[string]func(t *testing.T, rsp *fnv1.RunFunctionResponse){
+					"relayconfig": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
+						rc := rsp.GetDesired().GetResources()["relayconfig-1"].GetResource()
+						want := map[string]any{
+							"serviceRef":       map[string]any{"name": "my-relay-1"},
+							"configSecretName": "my-relay-1-config",
+							"hostname":         "my-relay-1",
+							"port":             float64(41641),
+							"resolution":       "Auto",
+							"authKeySecretRef": map[string]any{"name": "ts-auth", "key": "authkey", "mode": "File", "mountPath": "/etc/tailscale/authkey"},
+						}
+						if diff := cmp.Diff(want, field(t, rc, "spec", "forProvider")); diff != "" {
+							t.Errorf("relayconfig-1 forProvider: -want +got:\n%s", diff)
+						}
+						if diff := cmp.Diff(map[string]any{"kind": "ClusterProviderConfig", "name": "default"}, field(t, rc, "spec", "providerConfigRef")); diff != "" {
+							t.Errorf("providerConfigRef: -want +got:\n%s", diff)
+						}
+					},
+					"statefulset": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
+						sts := rsp.GetDesired().GetResources()["statefulset"].GetResource()
+						if got := field(t, sts, "spec", "replicas"); got != float64(3) {
+							t.Errorf("replicas: want 3, got %v", got)
+						}
+						if got := field(t, sts, "spec", "podManagementPolicy"); got != "Parallel" {
+							t.Errorf("podManagementPolicy: want Parallel, got %v", got)
+						}
+						pod := field(t, sts, "spec", "template", "spec").(map[string]any)
+						c := pod["containers"].([]any)[0].(map[string]any)
+						env := map[string]string{}
+						for _, e := range c["env"].([]any) {
+							m := e.(map[string]any)
+							if v, ok := m["value"].(string); ok {
+								env[m["name"].(string)] = v
+							}
+						}
+						wantEnv := map[string]string{
+							"TS_KUBE_SECRET":                       "$(POD_NAME)",
+							"TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR": "/etc/tsconfig/$(POD_NAME)",
+							"TS_ENABLE_HEALTH_CHECK":               "true",
+						}
+						if diff := cmp.Diff(wantEnv, env); diff != "" {
+							t.Errorf("env: -want +got:\n%s", diff)
+						}
+						var mounts []string
+						for _, m := range c["volumeMounts"].([]any) {
+							mm := m.(map[string]any)
+							mounts = append(mounts, mm["mountPath"].(string))
+							if mm["readOnly"] != true {
+								t.Errorf("mount %v is not read-only", mm["mountPath"])
+							}
+						}
+						wantMounts := []string{"/etc/tsconfig/my-relay-0", "/etc/tsconfig/my-relay-1", "/etc/tsconfig/my-relay-2", "/etc/tailscale/authkey"}
+						if diff := cmp.Diff(wantMounts, mounts); diff != "" {
+							t.Errorf("mounts: -want +got:\n%s", diff)
+						}
+					},
+					"service": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
+						svc := rsp.GetDesired().GetResources()["service-2"].GetResource()
+						want := map[string]any{
+							"type":     "LoadBalancer",
+							"selector": map[string]any{"statefulset.kubernetes.io/pod-name": "my-relay-2"},
+							"ports":    []any{map[string]any{"name": "peerrelay", "protocol": "UDP", "port": float64(41641), "targetPort": float64(41641)}},
+						}
+						if diff := cmp.Diff(want, field(t, svc, "spec")); diff != "" {
+							t.Errorf("service-2 spec: -want +got:\n%s", diff)
+						}
+					},
+				},
+			},
+		},
+		"LegacyClaim": {
+			reason: "A legacy XPeerRelay composes into its claim's namespace under its claim's name.",
+			req: &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, `
+apiVersion: legacy.peerrelay.io/v1alpha1
+kind: XPeerRelay
+metadata:
+  name: my-relay-x7k2p
+  labels: {crossplane.io/claim-name: my-relay, crossplane.io/claim-namespace: team-b}
+spec:
+  replicas: 1
+  compositionRef: {name: xpeerrelays.legacy.peerrelay.io}
+  claimRef: {apiVersion: legacy.peerrelay.io/v1alpha1, kind: PeerRelay, name: my-relay, namespace: team-b}
+`)}}},
+			want: want{names: map[string]string{"statefulset": "my-relay", "service-0": "my-relay-0"}, namespace: "team-b", notComposed: []string{"service-1"}},
+		},
+		"ZeroReplicas": {
+			reason: "replicas: 0 keeps the shared objects and composes no replica.",
+			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 0")}},
+			want:   want{names: map[string]string{"statefulset": "my-relay"}, namespace: "team-a", notComposed: []string{"service-0", "relayconfig-0"}},
+		},
+		"LongName": {
+			reason: "A name too long for derived names is shortened with a hash suffix, within 52 characters.",
+			req: &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, `
+apiVersion: peerrelay.io/v1alpha1
+kind: PeerRelay
+metadata: {name: a-very-long-peer-relay-name-that-goes-on-and-on-and-on-forever, namespace: team-a}
+spec: {}
+`)}}},
+			want: want{names: map[string]string{
+				"statefulset": "a-very-long-peer-relay-name-that-goes-on-an-4d89b579",
+				"service-0":   "a-very-long-peer-relay-name-that-goes-on-an-4d89b579-0",
+			}, namespace: "team-a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, tc.req)
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+					t.Fatalf("%s\nunexpected Fatal: %s", tc.reason, r.GetMessage())
+				}
+			}
+			res := rsp.GetDesired().GetResources()
+			for key, wantName := range tc.want.names {
+				got := res[key]
+				if got == nil {
+					t.Errorf("%s\n%s was not composed", tc.reason, key)
+					continue
+				}
+				if n := field(t, got.GetResource(), "metadata", "name"); n != wantName {
+					t.Errorf("%s\n%s: want name %q, got %v", tc.reason, key, wantName, n)
+				}
+				if ns := field(t, got.GetResource(), "metadata", "namespace"); ns != tc.want.namespace {
+					t.Errorf("%s\n%s: want namespace %q, got %v", tc.reason, key, tc.want.namespace, ns)
+				}
+			}
+			for _, key := range tc.want.notComposed {
+				if _, ok := res[key]; ok {
+					t.Errorf("%s\n%s should not be composed", tc.reason, key)
+				}
+			}
+			for n, check := range tc.want.extra {
+				t.Run(n, func(t *testing.T) { check(t, rsp) })
+			}
+		})
+	}
+}
+
+func TestRunFunctionServiceAnnotations(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		spec    string
+		input   string
+		replica string
+		want    map[string]string // subset expected
+		absent  []string
+	}{
+		"CloudDefaults": {
+			reason:  "Without elasticIPs a Service gets the public NLB defaults and cross-zone on.",
+			spec:    "replicas: 1",
+			replica: "service-0",
+			want: map[string]string{
+				"service.beta.kubernetes.io/aws-load-balancer-scheme":           "internet-facing",
+				"service.beta.kubernetes.io/aws-load-balancer-attributes":       "load_balancing.cross_zone.enabled=true",
+				"service.beta.kubernetes.io/azure-load-balancer-internal":       "false",
+				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-port": "9002",
+			},
+			absent: []string{annotationEIPAllocations},
+		},
+		"UserOverridesDefaultsAndKeepsAttributes": {
+			reason: "The user's annotations beat the cloud defaults, and a user-set attributes key is not replaced.",
+			spec: `replicas: 1
+service:
+  annotations:
+    service.beta.kubernetes.io/aws-load-balancer-scheme: internal
+    service.beta.kubernetes.io/aws-load-balancer-attributes: deletion_protection.enabled=true`,
+			replica: "service-0",
+			want: map[string]string{
+				"service.beta.kubernetes.io/aws-load-balancer-scheme":     "internal",
+				"service.beta.kubernetes.io/aws-load-balancer-attributes": "deletion_protection.enabled=true",
+			},
+		},
+		"ElasticIPPerReplica": {
+			reason: "Replica N is pinned to elasticIPs[N].",
+			spec: `replicas: 2
+aws:
+  elasticIPs:
+  - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}
+  - {allocationID: eipalloc-0bb, subnetID: subnet-0bb}`,
+			replica: "service-1",
+			want: map[string]string{
+				annotationEIPAllocations: "eipalloc-0bb",
+				annotationSubnets:        "subnet-0bb",
+			},
+		},
+		"AzureOnly": {
+			reason:  "Input cloud: azure leaves the AWS annotations out.",
+			spec:    "replicas: 1",
+			input:   "cloud: azure",
+			replica: "service-0",
+			want:    map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "false"},
+			absent:  []string{"service.beta.kubernetes.io/aws-load-balancer-scheme", annotationLBAttributes},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec)}}
+			if tc.input != "" {
+				req.Input = mustStruct(t, "apiVersion: fn.peerrelay.io/v1alpha1\nkind: Input\n"+tc.input)
+			}
+			rsp := run(t, req)
+			svc := rsp.GetDesired().GetResources()[tc.replica]
+			if svc == nil {
+				t.Fatalf("%s\n%s not composed; results: %v", tc.reason, tc.replica, rsp.GetResults())
+			}
+			got := map[string]string{}
+			for k, v := range field(t, svc.GetResource(), "metadata", "annotations").(map[string]any) {
+				got[k] = v.(string)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s\nannotation %s: want %q, got %q", tc.reason, k, v, got[k])
+				}
+			}
+			for _, k := range tc.absent {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s\nannotation %s should be absent", tc.reason, k)
+				}
+			}
+		})
+	}
+}
+
+func TestRunFunctionBadInput(t *testing.T) {
+	earlier := &fnv1.State{Resources: map[string]*fnv1.Resource{
+		"from-earlier-step": {Resource: mustStruct(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}")},
+	}}
+	cases := map[string]struct {
+		reason    string
+		spec      string
+		xr        *fnv1.Resource
+		wantMsg   []string
+		condition string // PeerRelayReady reason, if any
+	}{
+		"ElasticIPsShort": {
+			reason:    "Fewer Elastic IPs than replicas is refused, naming both fields.",
+			spec:      "replicas: 3\naws:\n  elasticIPs:\n  - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}",
+			wantMsg:   []string{"spec.aws.elasticIPs has 1 entries but spec.replicas is 3"},
+			condition: reasonAWSConfigInvalid,
+		},
+		"BadTag": {
+			reason:    "A tag without the tag: prefix is refused.",
+			spec:      "tags: [k8s]",
+			wantMsg:   []string{"spec.tags[0]", "must match"},
+			condition: reasonSpecInvalid,
+		},
+		"UnknownField": {
+			reason:    "An unknown field is named.",
+			spec:      "replica: 3",
+			wantMsg:   []string{`unknown field "replica"`},
+			condition: reasonSpecInvalid,
+		},
+		"WrongType": {
+			reason:    "A wrong type names the field and the type wanted.",
+			spec:      "replicas: three",
+			wantMsg:   []string{"spec.replicas: want an integer"},
+			condition: reasonSpecInvalid,
+		},
+		"HugeReplicas": {
+			reason:    "Replicas past the cap are refused with the cap.",
+			spec:      "replicas: 5000",
+			wantMsg:   []string{"spec.replicas: must be between 0 and 100, got 5000"},
+			condition: reasonSpecInvalid,
+		},
+		"StaticEndpointHostname": {
+			reason:    "A hostname is not a static endpoint.",
+			spec:      "staticEndpoints: [relay.example.com:41641]",
+			wantMsg:   []string{"spec.staticEndpoints[0]", "must be ip:port"},
+			condition: reasonSpecInvalid,
+		},
+		"AnnotationFightsEIP": {
+			reason:    "A Service annotation that would fight Elastic IP pinning is refused.",
+			spec:      "aws:\n  elasticIPs: [{allocationID: eipalloc-0aa, subnetID: subnet-0aa}]\nservice:\n  annotations: {service.beta.kubernetes.io/aws-load-balancer-eip-allocations: eipalloc-0ff}",
+			wantMsg:   []string{"spec.service.annotations[service.beta.kubernetes.io/aws-load-balancer-eip-allocations]"},
+			condition: reasonAWSConfigInvalid,
+		},
+		"ClusterXRWithoutClaim": {
+			reason: "A cluster XPeerRelay with no claim has no namespace to compose into.",
+			xr: &fnv1.Resource{Resource: mustStruct(t, `
+apiVersion: legacy.peerrelay.io/v1alpha1
+kind: XPeerRelay
+metadata: {name: orphan}
+spec: {}`)},
+			wantMsg: []string{"needs a claim"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			x := tc.xr
+			if x == nil {
+				x = xr(t, tc.spec)
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: x}, Desired: earlier})
+			var fatal *fnv1.Result
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+					fatal = r
+				}
+			}
+			if fatal == nil {
+				t.Fatalf("%s\nwant a Fatal result, got %v", tc.reason, rsp.GetResults())
+			}
+			for _, m := range tc.wantMsg {
+				if !strings.Contains(fatal.GetMessage(), m) {
+					t.Errorf("%s\nFatal message %q lacks %q", tc.reason, fatal.GetMessage(), m)
+				}
+			}
+			// Nothing half-applied: the desired state is exactly what the
+			// earlier step left.
+			if diff := cmp.Diff(earlier, rsp.GetDesired(), protocmp.Transform()); diff != "" {
+				t.Errorf("%s\ndesired state changed: -want +got:\n%s", tc.reason, diff)
+			}
+			if tc.condition != "" {
+				if len(rsp.GetConditions()) != 1 || rsp.GetConditions()[0].GetReason() != tc.condition {
+					t.Errorf("%s\nwant PeerRelayReady reason %s, got %v", tc.reason, tc.condition, rsp.GetConditions())
+				}
+			}
+		})
+	}
+}
