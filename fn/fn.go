@@ -77,10 +77,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	requirePods(rsp, r)
 
-	cond := response.ConditionFalse(rsp, conditionReady, sum.reason)
+	var cond *response.ConditionOption
 	if sum.ready {
 		cond = response.ConditionTrue(rsp, conditionReady, sum.reason)
 		rsp.Meta.Ttl = durationOf(ttlReady)
+	} else {
+		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
 	}
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
 	log.Debug("composed", "reason", sum.reason, "endpoints", len(sum.status.Endpoints))

@@ -1,0 +1,120 @@
+package fn
+
+import (
+	"testing"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func observedRes(t *testing.T, y string) *fnv1.Resource {
+	t.Helper()
+	return &fnv1.Resource{Resource: mustStruct(t, y)}
+}
+
+func TestRunFunctionStatus(t *testing.T) {
+	svcWithIP := func(ip string) string {
+		return "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nstatus:\n  loadBalancer:\n    ingress: [{ip: " + ip + "}]"
+	}
+	relayCfg := func(ready string, eps ...string) string {
+		y := "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"" + ready + "\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: ["
+		for i, e := range eps {
+			if i > 0 {
+				y += ", "
+			}
+			y += `"` + e + `"`
+		}
+		return y + "]"
+	}
+	sts := func(ready int) string {
+		return "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay}\nstatus: {readyReplicas: " + string(rune('0'+ready)) + "}"
+	}
+	type want struct {
+		condition *fnv1.Condition
+		endpoints []any
+		ready     map[string]fnv1.Ready
+	}
+	cases := map[string]struct {
+		reason   string
+		observed map[string]string
+		want     want
+	}{
+		"NothingObserved": {
+			reason:   "A new PeerRelay waits for endpoints, and nothing is ready.",
+			observed: map[string]string{},
+			want: want{
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("0 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints: []any{},
+				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_FALSE},
+			},
+		},
+		"OneOfTwo": {
+			reason: "One Service has an ingress IP: one of two replicas has an address, shown from the ingress.",
+			observed: map[string]string{
+				"service-0": svcWithIP("203.0.113.10"), "service-1": "apiVersion: v1\nkind: Service\nmetadata: {name: y}",
+				"statefulset": sts(2), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
+			},
+			want: want{
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints: []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
+				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
+			},
+		},
+		"PodsPending": {
+			reason: "Both replicas have addresses from the provider but one pod is not ready.",
+			observed: map[string]string{
+				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
+				"relayconfig-0": relayCfg("True", "198.51.100.1:41641", "198.51.100.2:41641"), "relayconfig-1": relayCfg("True", "203.0.113.11:41641"),
+				"statefulset": sts(1),
+			},
+			want: want{
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr("0 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints: []any{
+					map[string]any{"replica": float64(0), "address": "198.51.100.1", "port": float64(41641)},
+					map[string]any{"replica": float64(0), "address": "198.51.100.2", "port": float64(41641)},
+					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
+				},
+				ready: map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "statefulset": fnv1.Ready_READY_FALSE},
+			},
+		},
+		"Ready": {
+			reason: "Every replica has an endpoint and every pod is ready.",
+			observed: map[string]string{
+				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
+				"relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "relayconfig-1": relayCfg("False", "203.0.113.11:41641"),
+				"statefulset": sts(2),
+			},
+			want: want{
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: reasonReady, Message: ptr("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints: []any{
+					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
+					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
+				},
+				ready: map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_TRUE},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := map[string]*fnv1.Resource{}
+			for k, y := range tc.observed {
+				obs[k] = observedRes(t, y)
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2"), Resources: obs}})
+			if diff := cmp.Diff([]*fnv1.Condition{tc.want.condition}, rsp.GetConditions(), protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nconditions: -want +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.endpoints, field(t, rsp.GetDesired().GetComposite().GetResource(), "status", "endpoints")); diff != "" {
+				t.Errorf("%s\nstatus.endpoints: -want +got:\n%s", tc.reason, diff)
+			}
+			for k, want := range tc.want.ready {
+				if got := rsp.GetDesired().GetResources()[k].GetReady(); got != want {
+					t.Errorf("%s\n%s readiness: want %v, got %v", tc.reason, k, want, got)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
