@@ -1,0 +1,40 @@
+package harness
+
+import (
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// APIServer is a running kube-apiserver + etcd.
+type APIServer struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+}
+
+// StartAPIServer starts kube-apiserver and etcd from the tools folder with
+// the CRDs in crdDirs installed, and stops them when the test ends.
+func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
+	t.Helper()
+	for _, tool := range []string{"kube-apiserver", "etcd", "kubectl"} {
+		Tool(t, tool)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    ToolsDir(t),
+		CRDDirectoryPaths:        crdDirs,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStopTimeout:  defaultStopTimeout,
+		ControlPlaneStartTimeout: defaultStartTimeout,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stopping the API server: %v", err)
+		}
+	})
+	return &APIServer{Env: env, Config: cfg}
+}

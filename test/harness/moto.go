@@ -1,0 +1,78 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const (
+	defaultStartTimeout = 60 * time.Second
+	defaultStopTimeout  = 20 * time.Second
+)
+
+// Moto is a running moto_server.
+type Moto struct {
+	// Endpoint is the base URL to give aws-sdk-go-v2 as BaseEndpoint.
+	Endpoint string
+}
+
+// StartMoto starts moto_server on a free loopback port and stops it when the
+// test ends.
+func StartMoto(t testing.TB) *Moto {
+	t.Helper()
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		Missing(t, "moto_server not on PATH: pip install 'moto[server]==5.2.1'")
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "MOTO_ALLOW_NONEXISTENT_REGION=true")
+	logf, err := os.CreateTemp(t.TempDir(), "moto-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("cannot start moto_server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		_ = logf.Close()
+	})
+	m := &Moto{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	deadline := time.Now().Add(defaultStartTimeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(m.Endpoint + "/moto-api/")
+		if err == nil {
+			_ = resp.Body.Close()
+			return m
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(logf.Name())
+	t.Fatalf("moto_server did not answer on %s within %s:\n%s", m.Endpoint, defaultStartTimeout, log)
+	return nil
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
