@@ -137,8 +137,9 @@ type keyedObject struct {
 	obj runtime.Object
 }
 
-// toComposed converts a typed object without a scheme lookup, dropping the
-// empty creationTimestamp and status a typed object always marshals.
+// toComposed converts a typed object without a scheme lookup. It drops the
+// empty creationTimestamp and the status a typed object always marshals: a
+// desired status means nothing and would only fight the real one.
 func toComposed(o runtime.Object) (*composed.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
@@ -147,9 +148,7 @@ func toComposed(o runtime.Object) (*composed.Unstructured, error) {
 	if md, ok := m["metadata"].(map[string]any); ok {
 		delete(md, "creationTimestamp")
 	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-		delete(m, "status")
-	}
+	delete(m, "status")
 	cd := composed.New()
 	cd.SetUnstructuredContent(m)
 	return cd, nil

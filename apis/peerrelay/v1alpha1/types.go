@@ -60,7 +60,7 @@ type PeerRelaySpec struct {
 	// Tags the relay devices join the tailnet with. Your ACL grants
 	// tailscale.com/cap/relay to these tags.
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(t, self.exists_one(u, u == t))",message="spec.tags must not repeat a tag"
+	// +listType=set
 	// +kubebuilder:default={"tag:k8s"}
 	// +optional
 	Tags []Tag `json:"tags,omitempty"`
@@ -100,6 +100,7 @@ type PeerRelaySpec struct {
 	// StaticEndpoints are extra ip:port endpoints advertised by every replica
 	// (port forwards, LB-IPAM addresses).
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
 	StaticEndpoints []string `json:"staticEndpoints,omitempty"`
 
@@ -109,6 +110,7 @@ type PeerRelaySpec struct {
 }
 
 // Tag is a tailnet ACL tag.
+// +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:Pattern=`^tag:[a-zA-Z][a-zA-Z0-9-]*$`
 type Tag string
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Renders every example through the real Crossplane renderer (crank render,
+# Development runtime) against a locally started function-peerrelay, and
+# prints every composed resource. No cluster needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${PEERRELAY_TOOLS_BIN:-$PWD/.cache/bin}
+PORT=${RENDER_PORT:-9443}
+
+"$BIN/function-peerrelay" --insecure --address "127.0.0.1:$PORT" >"$BIN/../function-render.log" 2>&1 &
+FN=$!
+trap 'kill $FN 2>/dev/null || true' EXIT
+
+funcs=$(mktemp)
+sed "s/127.0.0.1:9443/127.0.0.1:$PORT/" examples/render/functions.yaml >"$funcs"
+for _ in $(seq 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  sleep 0.1
+done
+
+render() { # title, xr, composition, extra flags
+  echo "# ===== $1: crossplane render $2 $3 ${*:4}"
+  "$BIN/crank" render "$2" "$3" "$funcs" "${@:4}"
+}
+render "v2 PeerRelay" examples/peerrelay.yaml package/configuration/composition-v2.yaml
+render "v2 PeerRelay, observed after the provider resolved endpoints" examples/peerrelay.yaml package/configuration/composition-v2.yaml \
+  --observed-resources examples/render/observed.yaml --required-resources examples/render/pods.yaml
+render "legacy XPeerRelay behind a claim" examples/render/xr-legacy.yaml package/configuration/composition-legacy.yaml
+render "AWS Elastic IPs" examples/aws-eip.yaml package/configuration/composition-v2.yaml
+rm -f "$funcs"

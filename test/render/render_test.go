@@ -1,0 +1,196 @@
+// Package render renders examples/ through the real Crossplane renderer
+// (crank render, Development runtime) against function-peerrelay served in
+// this process, compares the output with golden files, and applies every
+// rendered object to a real API server with server-side dry-run so each one
+// is schema-valid.
+package render
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerrelay/peerrelay/fn"
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under examples/render/golden")
+
+type renderCase struct {
+	name, xr, composition string
+	flags                 []string
+}
+
+var cases = []renderCase{
+	{"v2", "examples/peerrelay.yaml", "package/configuration/composition-v2.yaml", nil},
+	{"v2-ready", "examples/peerrelay.yaml", "package/configuration/composition-v2.yaml",
+		[]string{"--observed-resources", "examples/render/observed.yaml", "--required-resources", "examples/render/pods.yaml"}},
+	{"legacy", "examples/render/xr-legacy.yaml", "package/configuration/composition-legacy.yaml", nil},
+	{"aws-eip", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml", nil},
+}
+
+// serveFunction serves function-peerrelay on a loopback port for crank.
+func serveFunction(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	fnv1.RegisterFunctionRunnerServiceServer(srv, &fn.Function{Log: logging.NewNopLogger()})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+func renderAll(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	crank := harness.Tool(t, "crank")
+	addr := serveFunction(t)
+	funcs, err := os.ReadFile(filepath.Join(root, "examples/render/functions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpath := filepath.Join(t.TempDir(), "functions.yaml")
+	if err := os.WriteFile(fpath, bytes.ReplaceAll(funcs, []byte("127.0.0.1:9443"), []byte(addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, c := range cases {
+		args := append([]string{"render", c.xr, c.composition, fpath}, c.flags...)
+		cmd := exec.Command(crank, args...)
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: crank %s: %v\n%s", c.name, strings.Join(args, " "), err, stderr.String())
+		}
+		out[c.name] = b
+	}
+	return out
+}
+
+func TestRenderExamples(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := renderAll(t, root)
+
+	t.Run("Golden", func(t *testing.T) {
+		for name, got := range rendered {
+			golden := filepath.Join(root, "examples/render/golden", name+".yaml")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run: go test ./test/render -update)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s: render differs from %s (-want +got); if intended, run go test ./test/render -update:\n%s", name, golden, diff)
+			}
+		}
+	})
+
+	t.Run("ServerSideDryRun", func(t *testing.T) {
+		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "test/crds"))
+		c, err := client.New(api.Config, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, ns := range []string{"team-a", "team-b"} {
+			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		applied := 0
+		for name, out := range rendered {
+			for i, obj := range splitYAML(t, out) {
+				if i == 0 {
+					continue // the XR itself: its status only; the examples are checked below
+				}
+				prepare(obj)
+				if err := c.Patch(ctx, obj, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("render-test")); err != nil {
+					t.Errorf("%s object %d (%s %s): the API server rejects it: %v", name, i, obj.GetKind(), obj.GetName(), err)
+					continue
+				}
+				applied++
+			}
+		}
+		// The examples a user copies must pass the schema the XRD carries.
+		for _, ex := range []string{"examples/peerrelay.yaml", "examples/aws-eip.yaml"} {
+			b, err := os.ReadFile(filepath.Join(root, ex))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, obj := range splitYAML(t, b) {
+				if err := c.Patch(ctx, obj, client.Apply, client.DryRunAll, client.FieldOwner("render-test")); err != nil {
+					t.Errorf("%s: the API server rejects it: %v", ex, err)
+				}
+				applied++
+			}
+		}
+		if applied < 30 {
+			t.Errorf("dry-run applied only %d objects; the renders should hold more", applied)
+		}
+	})
+}
+
+// prepare strips what only a live Crossplane could fill in: owner references
+// to an XR with no uid, and status, which apply ignores.
+func prepare(obj *unstructured.Unstructured) {
+	obj.SetOwnerReferences(nil)
+	obj.SetResourceVersion("")
+	delete(obj.Object, "status")
+}
+
+func splitYAML(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		doc = bytes.TrimPrefix(bytes.TrimSpace(doc), []byte("---"))
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		m := map[string]any{}
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			t.Fatalf("cannot parse rendered YAML: %v\n%s", err, doc)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" {
+			t.Fatalf("rendered document without kind: %s", doc)
+		}
+		if u.GroupVersionKind() == (schema.GroupVersionKind{}) {
+			panic(fmt.Sprintf("no GVK: %v", m))
+		}
+		out = append(out, u)
+	}
+	return out
+}
