@@ -32,8 +32,8 @@ func TestAPIServerServesOurCRDs(t *testing.T) {
 	if err := c.List(ctx, &crds); err != nil {
 		t.Fatal(err)
 	}
-	if len(crds.Items) != 5 {
-		t.Errorf("want 5 provider CRDs installed, got %d", len(crds.Items))
+	if len(crds.Items) != 4 {
+		t.Errorf("want 4 provider CRDs installed, got %d", len(crds.Items))
 	}
 	rc := &unstructured.Unstructured{}
 	rc.SetGroupVersionKind(schema.GroupVersionKind{Group: "relay.peerrelay.io", Version: "v1alpha1", Kind: "RelayConfig"})

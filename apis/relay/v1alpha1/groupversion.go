@@ -27,15 +27,13 @@ var (
 
 // Kinds, for references and GVKs.
 var (
-	RelayConfigKind                                = "RelayConfig"
-	RelayConfigGroupVersionKind                    = GroupVersion.WithKind(RelayConfigKind)
-	ProviderConfigKind                             = "ProviderConfig"
-	ProviderConfigGroupVersionKind                 = GroupVersion.WithKind(ProviderConfigKind)
-	ClusterProviderConfigKind                      = "ClusterProviderConfig"
-	ProviderConfigUsageGroupVersionKind            = GroupVersion.WithKind("ProviderConfigUsage")
-	ProviderConfigUsageListGroupVersionKind        = GroupVersion.WithKind("ProviderConfigUsageList")
-	ClusterProviderConfigUsageGroupVersionKind     = GroupVersion.WithKind("ClusterProviderConfigUsage")
-	ClusterProviderConfigUsageListGroupVersionKind = GroupVersion.WithKind("ClusterProviderConfigUsageList")
+	RelayConfigKind                         = "RelayConfig"
+	RelayConfigGroupVersionKind             = GroupVersion.WithKind(RelayConfigKind)
+	ProviderConfigKind                      = "ProviderConfig"
+	ProviderConfigGroupVersionKind          = GroupVersion.WithKind(ProviderConfigKind)
+	ClusterProviderConfigKind               = "ClusterProviderConfig"
+	ProviderConfigUsageGroupVersionKind     = GroupVersion.WithKind("ProviderConfigUsage")
+	ProviderConfigUsageListGroupVersionKind = GroupVersion.WithKind("ProviderConfigUsageList")
 )
 
 func init() {
@@ -44,6 +42,5 @@ func init() {
 		&ProviderConfig{}, &ProviderConfigList{},
 		&ClusterProviderConfig{}, &ClusterProviderConfigList{},
 		&ProviderConfigUsage{}, &ProviderConfigUsageList{},
-		&ClusterProviderConfigUsage{}, &ClusterProviderConfigUsageList{},
 	)
 }

@@ -52,37 +52,8 @@ func (u *ProviderConfigUsage) GetResourceReference() xpv2.TypedReference { retur
 // SetResourceReference of this usage.
 func (u *ProviderConfigUsage) SetResourceReference(r xpv2.TypedReference) { u.ResourceReference = r }
 
-// GetProviderConfigReference of this usage.
-func (u *ClusterProviderConfigUsage) GetProviderConfigReference() xpv2.ProviderConfigReference {
-	return u.ProviderConfigReference
-}
-
-// SetProviderConfigReference of this usage.
-func (u *ClusterProviderConfigUsage) SetProviderConfigReference(r xpv2.ProviderConfigReference) {
-	u.ProviderConfigReference = r
-}
-
-// GetResourceReference of this usage.
-func (u *ClusterProviderConfigUsage) GetResourceReference() xpv2.TypedReference {
-	return u.ResourceReference
-}
-
-// SetResourceReference of this usage.
-func (u *ClusterProviderConfigUsage) SetResourceReference(r xpv2.TypedReference) {
-	u.ResourceReference = r
-}
-
 // GetItems of this list.
 func (l *ProviderConfigUsageList) GetItems() []resource.ProviderConfigUsage {
-	items := make([]resource.ProviderConfigUsage, len(l.Items))
-	for i := range l.Items {
-		items[i] = &l.Items[i]
-	}
-	return items
-}
-
-// GetItems of this list.
-func (l *ClusterProviderConfigUsageList) GetItems() []resource.ProviderConfigUsage {
 	items := make([]resource.ProviderConfigUsage, len(l.Items))
 	for i := range l.Items {
 		items[i] = &l.Items[i]

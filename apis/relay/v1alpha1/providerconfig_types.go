@@ -117,7 +117,8 @@ type ClusterProviderConfigList struct {
 	Items           []ClusterProviderConfig `json:"items"`
 }
 
-// A ProviderConfigUsage records that a RelayConfig uses a ProviderConfig.
+// A ProviderConfigUsage records that a RelayConfig uses a ProviderConfig or
+// a ClusterProviderConfig; it lives in the RelayConfig's namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,peerrelay}
 type ProviderConfigUsage struct {
@@ -133,23 +134,4 @@ type ProviderConfigUsageList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ProviderConfigUsage `json:"items"`
-}
-
-// A ClusterProviderConfigUsage records that a RelayConfig uses a
-// ClusterProviderConfig.
-// +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,peerrelay}
-type ClusterProviderConfigUsage struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	xpv2.TypedProviderConfigUsage `json:",inline"`
-}
-
-// ClusterProviderConfigUsageList lists ClusterProviderConfigUsages.
-// +kubebuilder:object:root=true
-type ClusterProviderConfigUsageList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ClusterProviderConfigUsage `json:"items"`
 }
