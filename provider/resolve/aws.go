@@ -1,0 +1,125 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+)
+
+// ELBv2API is the part of the ELBv2 client we call.
+type ELBv2API interface {
+	DescribeLoadBalancers(ctx context.Context, in *elbv2.DescribeLoadBalancersInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeLoadBalancersOutput, error)
+}
+
+// EC2API is the part of the EC2 client we call.
+type EC2API interface {
+	DescribeAddresses(ctx context.Context, in *ec2.DescribeAddressesInput, opts ...func(*ec2.Options)) (*ec2.DescribeAddressesOutput, error)
+}
+
+// AWSResolver reads an NLB's per-zone addresses from the ELBv2 API: unlike
+// DNS, which leaves out unhealthy zones, it lists every zone's address.
+type AWSResolver struct {
+	ELB ELBv2API
+	EC2 EC2API
+}
+
+// LoadBalancerAddresses finds the load balancer by name, or by the name its
+// hostname starts with, and returns its public addresses, sorted.
+func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name string) ([]netip.Addr, error) {
+	if name == "" {
+		name = LoadBalancerNameFromHostname(hostname)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("cannot tell the load balancer's name from %q: set spec.forProvider.aws.loadBalancerName", hostname)
+	}
+	out, err := a.ELB.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
+	if err != nil {
+		return nil, err
+	}
+	for _, lb := range out.LoadBalancers {
+		if hostname != "" && lb.DNSName != nil && !strings.EqualFold(*lb.DNSName, hostname) {
+			continue
+		}
+		addrs, allocs := Addresses(lb)
+		if len(allocs) > 0 {
+			pub, err := a.publicIPs(ctx, allocs)
+			if err != nil {
+				return nil, err
+			}
+			addrs = append(addrs, pub...)
+		}
+		return sortAddrs(addrs), nil
+	}
+	return nil, fmt.Errorf("no load balancer %q with DNS name %q", name, hostname)
+}
+
+// Addresses extracts a load balancer's public IPv4 addresses, and the
+// Elastic IP allocations whose address the response left out.
+func Addresses(lb elbtypes.LoadBalancer) ([]netip.Addr, []string) {
+	var addrs []netip.Addr
+	var allocs []string
+	for _, az := range lb.AvailabilityZones {
+		for _, la := range az.LoadBalancerAddresses {
+			if la.IpAddress != nil {
+				if ip, err := netip.ParseAddr(*la.IpAddress); err == nil {
+					addrs = append(addrs, ip)
+					continue
+				}
+			}
+			if la.AllocationId != nil {
+				allocs = append(allocs, *la.AllocationId)
+			}
+		}
+	}
+	return addrs, allocs
+}
+
+func (a AWSResolver) publicIPs(ctx context.Context, allocs []string) ([]netip.Addr, error) {
+	if a.EC2 == nil {
+		return nil, nil
+	}
+	out, err := a.EC2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{AllocationIds: allocs})
+	if err != nil {
+		return nil, fmt.Errorf("describing Elastic IPs %v: %w", allocs, err)
+	}
+	var addrs []netip.Addr
+	for _, ad := range out.Addresses {
+		if ad.PublicIp != nil {
+			if ip, err := netip.ParseAddr(*ad.PublicIp); err == nil {
+				addrs = append(addrs, ip)
+			}
+		}
+	}
+	return addrs, nil
+}
+
+// LoadBalancerNameFromHostname returns the load balancer name an ELB
+// hostname starts with: "k8s-ns-svc-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com"
+// names load balancer "k8s-ns-svc-0123abcd".
+func LoadBalancerNameFromHostname(h string) string {
+	if !IsELBHostname(h) {
+		return ""
+	}
+	label, _, _ := strings.Cut(h, ".")
+	i := strings.LastIndex(label, "-")
+	if i <= 0 {
+		return ""
+	}
+	return label[:i]
+}
+
+// RegionFromHostname returns the region an ELB hostname names.
+func RegionFromHostname(h string) string {
+	parts := strings.Split(strings.ToLower(h), ".")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "elb" {
+			return parts[i+1]
+		}
+	}
+	return ""
+}

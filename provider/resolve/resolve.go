@@ -1,0 +1,177 @@
+// Package resolve finds a relay replica's public endpoints: its Service's
+// load balancer ingress IPs, the A records of an ingress hostname, or, for
+// an AWS NLB, the per-zone addresses the ELBv2 API reports.
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// HostResolver looks up every IPv4 address of a hostname.
+type HostResolver interface {
+	LookupA(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// LoadBalancerAddresser returns an AWS load balancer's public addresses.
+type LoadBalancerAddresser interface {
+	LoadBalancerAddresses(ctx context.Context, hostname, name string) ([]netip.Addr, error)
+}
+
+// Resolver resolves endpoints. AWS is nil when no AWS credentials are
+// configured.
+type Resolver struct {
+	DNS     HostResolver
+	AWS     LoadBalancerAddresser
+	Timeout time.Duration
+}
+
+// Result is one resolution.
+type Result struct {
+	// Endpoints, sorted and unique, static ones included.
+	Endpoints []netip.AddrPort
+	// Source of the resolved part (see v1alpha1.Source*).
+	Source string
+	// Hostname of the ingress, when it had one.
+	Hostname string
+}
+
+// ErrNoAddress says the Service has no load balancer address yet.
+var ErrNoAddress = errors.New("the Service has no load balancer address yet")
+
+// Resolve returns the endpoints for a replica whose Service is svc (nil when
+// the RelayConfig names none). An error means a lookup failed; the caller
+// keeps its last good endpoints.
+func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters) (Result, error) {
+	var res Result
+	static, err := ParseEndpoints(p.StaticEndpoints)
+	if err != nil {
+		return res, err
+	}
+	addrs, err := r.resolveService(ctx, svc, p, &res)
+	if err != nil {
+		return res, err
+	}
+	port := uint16(p.Port)
+	for _, a := range addrs {
+		res.Endpoints = append(res.Endpoints, netip.AddrPortFrom(a, port))
+	}
+	if len(res.Endpoints) == 0 && len(static) > 0 {
+		res.Source = v1alpha1.SourceStatic
+	}
+	res.Endpoints = Normalize(append(res.Endpoints, static...))
+	return res, nil
+}
+
+func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters, res *Result) ([]netip.Addr, error) {
+	if svc == nil {
+		return nil, nil
+	}
+	var ips []netip.Addr
+	var hosts []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil {
+			ips = append(ips, a.Unmap())
+		}
+		if in.Hostname != "" {
+			hosts = append(hosts, in.Hostname)
+		}
+	}
+	if len(hosts) > 0 {
+		res.Hostname = hosts[0]
+	}
+	mode := p.Resolution
+	if mode == "" {
+		mode = v1alpha1.ResolutionAuto
+	}
+	if len(ips) > 0 && mode != v1alpha1.ResolutionDNS && mode != v1alpha1.ResolutionAWS {
+		res.Source = v1alpha1.SourceIngressIP
+		return ips, nil
+	}
+	if mode == v1alpha1.ResolutionIngress || len(hosts) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
+	defer cancel()
+
+	useAWS := mode == v1alpha1.ResolutionAWS || (mode == v1alpha1.ResolutionAuto && r.AWS != nil && IsELBHostname(hosts[0]))
+	if useAWS {
+		if r.AWS == nil {
+			return nil, errors.New("spec.forProvider.resolution is AWS but the ProviderConfig has no AWS credentials (spec.aws.source)")
+		}
+		name := ""
+		if p.AWS != nil {
+			name = p.AWS.LoadBalancerName
+		}
+		addrs, err := r.AWS.LoadBalancerAddresses(ctx, hosts[0], name)
+		if err == nil && len(addrs) > 0 {
+			res.Source = v1alpha1.SourceAWSAPI
+			return addrs, nil
+		}
+		if err != nil && mode == v1alpha1.ResolutionAWS {
+			return nil, fmt.Errorf("AWS load balancer %s: %w", hosts[0], err)
+		}
+		// The API knew no addresses (or failed in Auto mode): DNS still
+		// answers with every healthy zone's address.
+	}
+	var out []netip.Addr
+	for _, h := range hosts {
+		addrs, err := r.DNS.LookupA(ctx, h)
+		if err != nil {
+			return nil, fmt.Errorf("DNS lookup of %s: %w", h, err)
+		}
+		out = append(out, addrs...)
+	}
+	res.Source = v1alpha1.SourceDNS
+	return out, nil
+}
+
+func (r *Resolver) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return v1alpha1.DefaultResolveTimeout * time.Second
+}
+
+// IsELBHostname reports whether h is an AWS Elastic Load Balancing name.
+func IsELBHostname(h string) bool {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	return strings.Contains(h, ".elb.") && (strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn"))
+}
+
+// ParseEndpoints parses ip:port strings.
+func ParseEndpoints(eps []string) ([]netip.AddrPort, error) {
+	out := make([]netip.AddrPort, 0, len(eps))
+	for i, ep := range eps {
+		ap, err := netip.ParseAddrPort(ep)
+		if err != nil || ap.Port() == 0 {
+			return nil, fmt.Errorf("spec.forProvider.staticEndpoints[%d]: %q must be ip:port with a non-zero port", i, ep)
+		}
+		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	}
+	return out, nil
+}
+
+// Normalize sorts and de-duplicates endpoints.
+func Normalize(eps []netip.AddrPort) []netip.AddrPort {
+	slices.SortFunc(eps, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return slices.Compact(eps)
+}
+
+// Strings formats endpoints as ip:port.
+func Strings(eps []netip.AddrPort) []string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = e.String()
+	}
+	return out
+}
