@@ -3,8 +3,10 @@ package harness
 import (
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // APIServer is a running kube-apiserver + etcd.
@@ -20,6 +22,7 @@ func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	for _, tool := range []string{"kube-apiserver", "etcd", "kubectl"} {
 		Tool(t, tool)
 	}
+	logf.SetLogger(logr.Discard()) // controller-runtime complains until a logger is set
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    ToolsDir(t),
 		CRDDirectoryPaths:        crdDirs,

@@ -1,0 +1,82 @@
+// Command provider-peerrelay runs the peerrelay provider: it resolves each
+// relay replica's public endpoints and writes its tailscaled config.
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/peerrelay/peerrelay/provider"
+)
+
+// CLI flags, as Crossplane providers spell them.
+type CLI struct {
+	Debug            bool          `short:"d" help:"Run with debug logging."`
+	Poll             time.Duration `default:"10m" help:"How often to re-resolve every RelayConfig even without a change (watches deliver changes at once)."`
+	Sync             time.Duration `short:"s" default:"1h" help:"Controller manager sync period."`
+	LeaderElection   bool          `env:"LEADER_ELECTION" help:"Use leader election, for running more than one replica."`
+	MaxReconcileRate int           `default:"10" help:"The global maximum rate per second at which resources may be checked for drift."`
+	MetricsAddress   string        `default:":8080" help:"Address to serve Prometheus metrics on."`
+	HealthAddress    string        `default:":8081" help:"Address to serve health probes on."`
+}
+
+// Run the provider until it is signalled to stop.
+func (c *CLI) Run() error {
+	zl := zap.New(zap.UseDevMode(c.Debug), zap.Level(levelFor(c.Debug)))
+	log := logging.NewLogrLogger(zl.WithName("provider-peerrelay"))
+	ctrl.SetLogger(zl)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := provider.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), scheme, provider.ManagerOptions{
+		SyncPeriod: c.Sync, LeaderElection: c.LeaderElection,
+		MetricsAddress: c.MetricsAddress, HealthAddress: c.HealthAddress,
+	})
+	if err != nil {
+		return err
+	}
+	o := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: c.MaxReconcileRate,
+		PollInterval:            c.Poll,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
+		Features:                &feature.Flags{},
+	}
+	if err := provider.Setup(mgr, o); err != nil {
+		return err
+	}
+	log.Info("starting", "poll", c.Poll, "leaderElection", c.LeaderElection)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func levelFor(debug bool) zapcore.Level {
+	if debug {
+		return zapcore.DebugLevel
+	}
+	return zapcore.InfoLevel
+}
+
+func main() {
+	ctx := kong.Parse(&CLI{}, kong.Description("Crossplane provider for Tailscale peer relays."))
+	if err := ctx.Run(); err != nil {
+		ctx.Errorf("%v", err)
+		os.Exit(1)
+	}
+}

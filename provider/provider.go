@@ -1,0 +1,69 @@
+// Package provider wires provider-peerrelay's controllers into a
+// controller-runtime manager.
+package provider
+
+import (
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/config"
+	"github.com/peerrelay/peerrelay/provider/relayconfig"
+)
+
+// ManagerOptions tune the manager.
+type ManagerOptions struct {
+	SyncPeriod     time.Duration
+	LeaderElection bool
+	MetricsAddress string // "0" turns metrics off
+	HealthAddress  string // "" or "0" turns probes off
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+}
+
+// NewManager returns a manager whose cache holds only the Secrets this
+// provider writes: auth keys and credentials are read uncached, so the
+// provider never keeps every Secret of the cluster in memory.
+func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctrl.Manager, error) {
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	sync := o.SyncPeriod
+	health := o.HealthAddress
+	if health == "" {
+		health = "0"
+	}
+	return ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "crossplane-leader-election-provider-peerrelay",
+		LeaderElectionNamespace: "",
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:  health,
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SkipNameValidation},
+		Cache: cache.Options{
+			SyncPeriod: &sync,
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{relayconfig.LabelManagedBy: relayconfig.ManagedBy})},
+			},
+		},
+	})
+}
+
+// Setup adds every controller.
+func Setup(mgr ctrl.Manager, o controller.Options) error {
+	if err := config.Setup(mgr, o); err != nil {
+		return err
+	}
+	return relayconfig.Setup(mgr, o)
+}

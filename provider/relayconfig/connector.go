@@ -1,0 +1,124 @@
+package relayconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/resolve"
+)
+
+// connector reads the RelayConfig's provider config and builds a resolver
+// from it.
+type connector struct {
+	kube  client.Client // cached: Services, RelayConfigs, our config Secrets
+	read  client.Reader // uncached: provider configs' credential Secrets, auth keys
+	usage *resource.ProviderConfigUsageTracker
+}
+
+// Connect returns an external client for one reconcile.
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.TypedExternalClient[*v1alpha1.RelayConfig], error) {
+	if err := c.usage.Track(ctx, mg); err != nil {
+		return nil, fmt.Errorf("cannot track provider config usage: %w", err)
+	}
+	spec, err := c.providerConfig(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second}
+	if spec.DNS != nil {
+		r.DNS = resolve.DNSResolver{Server: spec.DNS.Server}
+	}
+	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
+		r.Timeout = spec.ResolveTimeout.Duration
+	}
+	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
+		aws, err := c.awsResolver(ctx, spec.AWS, mg)
+		if err != nil {
+			return nil, err
+		}
+		r.AWS = aws
+	}
+	return &external{kube: c.kube, read: c.read, resolver: r}, nil
+}
+
+// providerConfig returns the spec of the ProviderConfig (in the
+// RelayConfig's namespace) or ClusterProviderConfig it references.
+func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1alpha1.ProviderConfigSpec, error) {
+	ref := mg.GetProviderConfigReference()
+	if ref == nil {
+		return nil, errors.New("spec.providerConfigRef is not set")
+	}
+	switch ref.Kind {
+	case v1alpha1.ProviderConfigKind:
+		pc := &v1alpha1.ProviderConfig{}
+		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
+			return nil, fmt.Errorf("cannot get ProviderConfig %s/%s named by spec.providerConfigRef: %w", mg.GetNamespace(), ref.Name, err)
+		}
+		return &pc.Spec, nil
+	case v1alpha1.ClusterProviderConfigKind:
+		pc := &v1alpha1.ClusterProviderConfig{}
+		if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
+			return nil, fmt.Errorf("cannot get ClusterProviderConfig %s named by spec.providerConfigRef: %w", ref.Name, err)
+		}
+		return &pc.Spec, nil
+	}
+	return nil, fmt.Errorf("spec.providerConfigRef.kind %q: want ProviderConfig or ClusterProviderConfig", ref.Kind)
+}
+
+func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *v1alpha1.RelayConfig) (*resolve.AWSResolver, error) {
+	region := a.Region
+	if p := mg.Spec.ForProvider.AWS; p != nil && p.Region != "" {
+		region = p.Region
+	}
+	var opts []func(*awsconfig.LoadOptions) error
+	if region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
+	if a.Source == v1alpha1.AWSCredentialsSecret {
+		if a.SecretRef == nil {
+			return nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
+		}
+		ns := a.SecretRef.Namespace
+		if ns == "" {
+			ns = mg.GetNamespace()
+		}
+		s := &corev1.Secret{}
+		if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: a.SecretRef.Name}, s); err != nil {
+			return nil, fmt.Errorf("cannot get the AWS credentials Secret %s/%s named by spec.aws.secretRef: %w", ns, a.SecretRef.Name, err)
+		}
+		id, key := string(s.Data[v1alpha1.AWSAccessKeyIDKey]), string(s.Data[v1alpha1.AWSSecretAccessKeyKey])
+		if id == "" || key == "" {
+			return nil, fmt.Errorf("the AWS credentials Secret %s/%s needs keys %s and %s", ns, a.SecretRef.Name, v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
+		}
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, key, string(s.Data[v1alpha1.AWSSessionTokenKey]))))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = resolve.RegionFromHostname(mg.Status.AtProvider.Hostname)
+	}
+	var endpoint *string
+	if a.Endpoint != "" {
+		endpoint = aws.String(a.Endpoint)
+	}
+	return &resolve.AWSResolver{
+		ELB: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = endpoint }),
+		EC2: ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint }),
+	}, nil
+}

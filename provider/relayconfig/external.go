@@ -1,0 +1,218 @@
+package relayconfig
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tsconfig"
+)
+
+// Labels on the config Secrets the provider writes; the manager caches only
+// Secrets that carry them.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "provider-peerrelay"
+	labelRelay     = "relay.peerrelay.io/relayconfig"
+)
+
+// Condition type and reasons for endpoint resolution, beside Crossplane's
+// Ready and Synced.
+const (
+	ConditionResolved     xpv2.ConditionType   = "EndpointsResolved"
+	ReasonResolved        xpv2.ConditionReason = "Resolved"
+	ReasonResolveFailed   xpv2.ConditionReason = "ResolveFailed"
+	ReasonAwaitingAddress xpv2.ConditionReason = "AwaitingAddress"
+)
+
+// external resolves and writes one RelayConfig's config Secret. A new one
+// is made for every reconcile, so it may carry what Observe rendered to
+// Create or Update.
+type external struct {
+	kube     client.Client
+	read     client.Reader
+	resolver *resolve.Resolver
+
+	rendered []byte
+}
+
+// Observe resolves the endpoints and compares the config Secret with what
+// they render to. A failed lookup keeps the last good endpoints: the config
+// is never rewritten with fewer addresses because of an error.
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalObservation, error) {
+	p := mg.Spec.ForProvider
+	svc, err := e.service(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	res, resolveErr := e.resolver.Resolve(ctx, svc, p)
+	last, _ := resolve.ParseEndpoints(mg.Status.AtProvider.Endpoints)
+	eps := res.Endpoints
+	switch {
+	case resolveErr != nil:
+		eps = last
+		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonResolveFailed,
+			Message: fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, mg.Status.AtProvider.Endpoints), LastTransitionTime: metav1.Now()})
+	case len(eps) == 0 && len(last) > 0:
+		// The ingress went away (the load balancer is being replaced, say):
+		// keep advertising what was last known rather than nothing.
+		eps = last
+		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonAwaitingAddress,
+			Message: "the Service has no load balancer address now; still advertising the last good endpoints", LastTransitionTime: metav1.Now()})
+	case len(eps) == 0:
+		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonAwaitingAddress,
+			Message: "waiting for the Service's load balancer address", LastTransitionTime: metav1.Now()})
+	default:
+		e.recordResolved(mg, res)
+	}
+
+	authKey, err := e.authKey(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	b, hash, err := tsconfig.Render(tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey})
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.rendered = b
+	mg.Status.AtProvider.ConfigHash = hash
+	if len(eps) > 0 {
+		mg.SetConditions(xpv2.Available())
+	} else {
+		mg.SetConditions(xpv2.Unavailable().WithMessage("no public endpoint yet: the relay runs but advertises none"))
+	}
+
+	s := &corev1.Secret{}
+	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: p.ConfigSecretName}, s)
+	if kerrors.IsNotFound(err) {
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, fmt.Errorf("cannot get config Secret %s: %w", p.ConfigSecretName, err)
+	}
+	if !metav1.IsControlledBy(s, mg) {
+		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
+	}
+	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], b)
+	if !upToDate {
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
+	}
+	if resolveErr != nil {
+		// Synced=False with the reason, an event, and a retry with backoff.
+		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", resolveErr)
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) {
+	eps := resolve.Strings(res.Endpoints)
+	at := &mg.Status.AtProvider
+	if !slices.Equal(at.Endpoints, eps) || at.Source != res.Source || at.Hostname != res.Hostname {
+		now := metav1.Now()
+		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
+	}
+	mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionTrue, Reason: ReasonResolved,
+		Message: fmt.Sprintf("%d endpoints from %s", len(eps), res.Source), LastTransitionTime: metav1.Now()})
+}
+
+func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Service, error) {
+	ref := mg.Spec.ForProvider.ServiceRef
+	if ref == nil {
+		return nil, nil
+	}
+	svc := &corev1.Service{}
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, svc)
+	if kerrors.IsNotFound(err) {
+		return nil, nil // not created yet: pending, like no ingress
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get Service %s named by spec.forProvider.serviceRef: %w", ref.Name, err)
+	}
+	return svc, nil
+}
+
+// authKey returns what the config's AuthKey says: a file path by default,
+// so the config Secret carries no credential, or the key itself when the
+// RelayConfig asks for Inline. The key never reaches an error or a log.
+func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
+	ref := mg.Spec.ForProvider.AuthKeySecretRef
+	if ref == nil {
+		return "", nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = "authkey"
+	}
+	if ref.Mode != v1alpha1.AuthKeyModeInline {
+		dir := ref.MountPath
+		if dir == "" {
+			dir = v1alpha1.DefaultAuthKeyMountPath
+		}
+		return "file:" + path.Join(dir, key), nil
+	}
+	s := &corev1.Secret{}
+	if err := e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
+		return "", fmt.Errorf("cannot get the auth key Secret %s named by spec.forProvider.authKeySecretRef: %w", ref.Name, err)
+	}
+	v, ok := s.Data[key]
+	if !ok || len(v) == 0 {
+		return "", fmt.Errorf("the auth key Secret %s has no key %q (spec.forProvider.authKeySecretRef.key)", ref.Name, key)
+	}
+	return string(bytes.TrimSpace(v)), nil
+}
+
+// Create writes the config Secret, owned by the RelayConfig so it goes with
+// it.
+func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalCreation, error) {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace(),
+			Labels: map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{tsconfig.FileName: e.rendered},
+	}
+	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
+	if err := e.kube.Create(ctx, s); err != nil {
+		return managed.ExternalCreation{}, fmt.Errorf("cannot create config Secret %s: %w", s.Name, err)
+	}
+	return managed.ExternalCreation{}, nil
+}
+
+// Update rewrites the config Secret's data; containerboot reloads the file.
+func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
+	s := &corev1.Secret{}
+	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s); err != nil {
+		return managed.ExternalUpdate{}, fmt.Errorf("cannot get config Secret: %w", err)
+	}
+	s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
+	if err := e.kube.Update(ctx, s); err != nil {
+		return managed.ExternalUpdate{}, fmt.Errorf("cannot update config Secret %s: %w", s.Name, err)
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+// Delete removes the config Secret.
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalDelete, error) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}}
+	if err := e.kube.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+		return managed.ExternalDelete{}, fmt.Errorf("cannot delete config Secret %s: %w", s.Name, err)
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect has nothing to release.
+func (e *external) Disconnect(context.Context) error { return nil }

@@ -1,0 +1,77 @@
+// Package relayconfig is the RelayConfig controller: it resolves one relay
+// replica's public endpoints and writes its tailscaled config Secret.
+package relayconfig
+
+import (
+	"context"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// serviceIndex indexes RelayConfigs by the Service they name, so a Service
+// event reaches its RelayConfig at once instead of at the next poll.
+const serviceIndex = "spec.forProvider.serviceRef.name"
+
+// Setup adds the RelayConfig controller to the manager.
+func Setup(mgr ctrl.Manager, o controller.Options) error {
+	name := managed.ControllerName(v1alpha1.RelayConfigGroupVersionKind.GroupKind().String())
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, serviceIndex, func(obj client.Object) []string {
+		rc := obj.(*v1alpha1.RelayConfig)
+		if rc.Spec.ForProvider.ServiceRef == nil {
+			return nil
+		}
+		return []string{rc.Spec.ForProvider.ServiceRef.Name}
+	}); err != nil {
+		return err
+	}
+	c := &connector{
+		kube:  mgr.GetClient(),
+		read:  mgr.GetAPIReader(),
+		usage: resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+	}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind),
+		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
+		managed.WithPollInterval(o.PollInterval),
+		managed.WithManagementPolicies(),
+		// The "external resource" is a Secret read through the informer
+		// cache, which lags writes by milliseconds, not the 30 s a cloud
+		// API may; a Secret deleted by hand is recreated without waiting.
+		managed.WithCreationGracePeriod(2*time.Second),
+	)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		For(&v1alpha1.RelayConfig{}).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient()))).
+		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+func relayConfigsFor(c client.Client) handler.MapFunc {
+	return func(ctx context.Context, svc client.Object) []reconcile.Request {
+		l := &v1alpha1.RelayConfigList{}
+		if err := c.List(ctx, l, client.InNamespace(svc.GetNamespace()), client.MatchingFields{serviceIndex: svc.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(l.Items))
+		for _, rc := range l.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
+		}
+		return reqs
+	}
+}
