@@ -17,7 +17,8 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=36 \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen
+TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
+	$(BIN)/tailscaled $(BIN)/tailscale
 
 .PHONY: all tools build generate check-generate render test unit lint clean
 
@@ -47,6 +48,14 @@ $(BIN)/crank: test/tools/crank/go.mod test/tools/crank/go.sum
 $(BIN)/controller-gen: test/tools/controller-gen/go.mod test/tools/controller-gen/go.sum
 	@mkdir -p $(BIN)
 	cd test/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(BIN)/tailscaled: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/tailscale && $(GO) build -o $@ tailscale.com/cmd/tailscaled
+
+$(BIN)/tailscale: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/tailscale && $(GO) build -o $@ tailscale.com/cmd/tailscale
 
 # ---- product ---------------------------------------------------------------
 build:

@@ -52,7 +52,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 		}
 		r.AWS = aws
 	}
-	return &external{kube: c.kube, read: c.read, resolver: r}, nil
+	return &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}, nil
 }
 
 // providerConfig returns the spec of the ProviderConfig (in the

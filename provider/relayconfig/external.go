@@ -42,9 +42,10 @@ const (
 // is made for every reconcile, so it may carry what Observe rendered to
 // Create or Update.
 type external struct {
-	kube     client.Client
-	read     client.Reader
-	resolver *resolve.Resolver
+	kube       client.Client
+	read       client.Reader
+	resolver   *resolve.Resolver
+	controlURL string
 
 	rendered []byte
 }
@@ -83,7 +84,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	b, hash, err := tsconfig.Render(tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey})
+	b, hash, err := tsconfig.Render(tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey, ServerURL: e.controlURL})
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}

@@ -3,34 +3,26 @@ package relayconfig_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/provider"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
-// env is a running API server with the provider's controllers and a DNS
-// server on loopback that the ClusterProviderConfig "default" points at.
+// env wraps the in-process provider environment with helpers.
 type env struct {
 	c   client.Client
 	dns *harness.DNS
@@ -39,43 +31,8 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"))
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	mgr, err := provider.NewManager(api.Config, scheme, provider.ManagerOptions{SyncPeriod: time.Hour, MetricsAddress: "0", SkipNameValidation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A long poll: only watches may deliver changes within the test.
-	o := controller.Options{Logger: logging.NewNopLogger(), MaxConcurrentReconciles: 4, PollInterval: time.Hour,
-		GlobalRateLimiter: ratelimiter.NewGlobal(100), Features: &feature.Flags{}}
-	if err := provider.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	e := &env{c: mgr.GetClient(), dns: harness.StartDNS(t), ns: "team-a"}
-	direct, err := client.New(api.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.c = direct
-	must(t, e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}))
-	must(t, e.c.Create(context.Background(), &v1alpha1.ClusterProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1alpha1.ProviderConfigSpec{
-			DNS:            &v1alpha1.DNSConfig{Server: e.dns.Addr},
-			ResolveTimeout: &metav1.Duration{Duration: 500 * time.Millisecond},
-		},
-	}))
-	return e
+	pe := providertest.Start(t, providertest.Options{})
+	return &env{c: pe.Client, dns: pe.DNS, ns: pe.NS}
 }
 
 func must(t *testing.T, err error) {

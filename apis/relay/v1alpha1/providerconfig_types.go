@@ -65,6 +65,12 @@ type ProviderConfigSpec struct {
 	AWS *AWSConfig `json:"aws,omitempty"`
 	// +optional
 	DNS *DNSConfig `json:"dns,omitempty"`
+	// ControlURL of the tailnet's control server, written as the relays'
+	// ServerURL: for Headscale or another self-hosted control server.
+	// Default Tailscale's.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	ControlURL string `json:"controlURL,omitempty"`
 	// ResolveTimeout bounds each DNS or AWS lookup; default 5s.
 	// +optional
 	ResolveTimeout *metav1.Duration `json:"resolveTimeout,omitempty"`

@@ -1,0 +1,238 @@
+// Package e2e proves the config the provider writes against real Tailscale
+// parts: tailscaled built from tailscale.com v1.102.5, a testcontrol control
+// server, and DERP and STUN from tstest/integration, all on loopback.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"tailscale.com/client/local"
+	"tailscale.com/ipn"
+	"tailscale.com/tstest/integration"
+	"tailscale.com/tstest/integration/testcontrol"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/tsconfig"
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
+)
+
+// freeUDPPort returns a UDP port free on the host now: the relay binds a
+// real port even in userspace networking.
+func freeUDPPort(t *testing.T) uint16 {
+	t.Helper()
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
+}
+
+type tailscaled struct {
+	cmd *exec.Cmd
+	lc  *local.Client
+	log *bytes.Buffer
+}
+
+// startTailscaled runs tailscaled in userspace networking with --config.
+func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscaled {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "ts.sock")
+	cmd := exec.Command(bin, "--tun=userspace-networking", "--statedir="+dir, "--socket="+sock, "--port=0", "--config="+configFile)
+	cmd.Env = append(os.Environ(),
+		"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir,
+		"TS_ASSUME_NETWORK_UP_FOR_TEST=1", "TS_NETCHECK_GENERATE_204_URL="+controlURL+"/generate_204")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("tailscaled log:\n%s", log.String())
+		}
+	})
+	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: &log}
+}
+
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// TestRealTailscaledRunsOurConfig: the provider resolves a Service's
+// ingress and writes the config Secret; tailscaled started with that file
+// runs, is a peer relay on our port and advertises our endpoints; after the
+// ingress changes, the rewritten file reloaded in place (as containerboot
+// does) changes the live endpoints without a restart.
+func TestRealTailscaledRunsOurConfig(t *testing.T) {
+	bin := harness.Tool(t, "tailscaled")
+	ctx := context.Background()
+
+	derpMap := integration.RunDERPAndSTUN(t, t.Logf, "127.0.0.1")
+	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
+	controlSrv := httptest.NewServer(control)
+	t.Cleanup(controlSrv.Close)
+
+	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: controlSrv.URL}})
+	c := pe.Client
+
+	// The auth key as the pod sees it: a file from the mounted Secret.
+	keyDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freeUDPPort(t)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: int32(port)}}},
+	}
+	must(t, c.Create(ctx, svc))
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
+	must(t, c.Status().Update(ctx, svc))
+	must(t, c.Create(ctx, &v1alpha1.RelayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
+		Spec: v1alpha1.RelayConfigSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
+			ForProvider: v1alpha1.RelayConfigParameters{
+				ServiceRef: &v1alpha1.LocalRef{Name: "relay-0"}, ConfigSecretName: "relay-0-config",
+				Hostname: "relay-0", Port: int32(port),
+				AuthKeySecretRef: &v1alpha1.AuthKeyRef{Name: "tailscale-auth", Key: "authkey", Mode: v1alpha1.AuthKeyModeFile, MountPath: keyDir},
+			},
+		},
+	}))
+
+	// What the kubelet does with the Secret volume: the key becomes a file.
+	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
+	first := waitForConfig(t, pe, cfgFile, []string{fmt.Sprintf("203.0.113.7:%d", port)})
+
+	ts := startTailscaled(t, bin, controlSrv.URL, cfgFile)
+	var nodeKeyStatus string
+	eventually(t, "tailscaled reaches Running", func() error {
+		st, err := ts.lc.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.BackendState != ipn.Running.String() {
+			return fmt.Errorf("backend state %s", st.BackendState)
+		}
+		nodeKeyStatus = st.Self.PublicKey.String()
+		return nil
+	})
+	assertPrefs(t, ts, port, first)
+	eventually(t, "control sees Hostinfo.PeerRelay", func() error {
+		st, err := ts.lc.Status(ctx)
+		if err != nil {
+			return err
+		}
+		n := control.Node(st.Self.PublicKey)
+		if n == nil || !n.Hostinfo.PeerRelay() {
+			return fmt.Errorf("node %v: not a peer relay yet", st.Self.PublicKey)
+		}
+		if n.Hostinfo.Hostname() != "relay-0" {
+			return fmt.Errorf("hostname %q, want relay-0", n.Hostinfo.Hostname())
+		}
+		return nil
+	})
+
+	// The NLB is replaced: new addresses. The provider rewrites the Secret.
+	must(t, c.Get(ctx, types.NamespacedName{Namespace: pe.NS, Name: "relay-0"}, svc))
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.9"}, {IP: "198.51.100.4"}}
+	must(t, c.Status().Update(ctx, svc))
+	second := waitForConfig(t, pe, cfgFile, []string{fmt.Sprintf("198.51.100.4:%d", port), fmt.Sprintf("203.0.113.9:%d", port)})
+	ok, err := ts.lc.ReloadConfig(ctx)
+	if err != nil || !ok {
+		t.Fatalf("ReloadConfig: ok=%v err=%v", ok, err)
+	}
+	assertPrefs(t, ts, port, second)
+	st, err := ts.lc.Status(ctx)
+	must(t, err)
+	if st.Self.PublicKey.String() != nodeKeyStatus {
+		t.Errorf("node key changed across the reload: %s -> %s", nodeKeyStatus, st.Self.PublicKey)
+	}
+	if ts.cmd.ProcessState != nil {
+		t.Error("tailscaled exited; the reload should be live")
+	}
+}
+
+// waitForConfig waits until the config Secret advertises want, writes its
+// file where tailscaled reads it, and returns the endpoints.
+func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []string) []netip.AddrPort {
+	t.Helper()
+	var eps []netip.AddrPort
+	eventually(t, fmt.Sprintf("config Secret advertises %v", want), func() error {
+		s := &corev1.Secret{}
+		if err := pe.Client.Get(context.Background(), types.NamespacedName{Namespace: pe.NS, Name: "relay-0-config"}, s); err != nil {
+			return err
+		}
+		b := s.Data[tsconfig.FileName]
+		var got []string
+		cfg, err := parse(b)
+		if err != nil {
+			return err
+		}
+		for _, e := range cfg.RelayServerStaticEndpoints {
+			got = append(got, e.String())
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("endpoints %v", got)
+		}
+		eps = cfg.RelayServerStaticEndpoints
+		return os.WriteFile(file, b, 0o600)
+	})
+	return eps
+}
+
+func assertPrefs(t *testing.T, ts *tailscaled, port uint16, eps []netip.AddrPort) {
+	t.Helper()
+	eventually(t, "prefs carry our relay settings", func() error {
+		p, err := ts.lc.GetPrefs(context.Background())
+		if err != nil {
+			return err
+		}
+		if p.RelayServerPort == nil || *p.RelayServerPort != port {
+			return fmt.Errorf("RelayServerPort %v, want %d", p.RelayServerPort, port)
+		}
+		if !slices.Equal(p.RelayServerStaticEndpoints, eps) {
+			return fmt.Errorf("RelayServerStaticEndpoints %v, want %v", p.RelayServerStaticEndpoints, eps)
+		}
+		if p.CorpDNS {
+			return fmt.Errorf("CorpDNS (AcceptDNS) is on; the config says false")
+		}
+		return nil
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

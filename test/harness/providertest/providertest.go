@@ -1,0 +1,96 @@
+// Package providertest runs provider-peerrelay in the test process against a
+// real API server, with a DNS server on loopback and a ClusterProviderConfig
+// "default" that points at it.
+package providertest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider"
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+// Env is a running API server with the provider's controllers.
+type Env struct {
+	API    *harness.APIServer
+	Client client.Client // uncached, straight to the API server
+	DNS    *harness.DNS
+	NS     string
+}
+
+// Options tune Start.
+type Options struct {
+	// Poll is the provider's poll interval; default an hour, so only watches
+	// deliver changes within a test.
+	Poll time.Duration
+	// ProviderConfig is the "default" ClusterProviderConfig's spec; its DNS
+	// server is set to the test DNS server when empty.
+	ProviderConfig v1alpha1.ProviderConfigSpec
+}
+
+// Start runs the API server, the provider and the DNS server, and creates
+// namespace team-a and the "default" ClusterProviderConfig.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := provider.NewManager(api.Config, scheme, provider.ManagerOptions{SyncPeriod: time.Hour, MetricsAddress: "0", SkipNameValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := o.Poll
+	if poll == 0 {
+		poll = time.Hour
+	}
+	co := controller.Options{Logger: logging.NewNopLogger(), MaxConcurrentReconciles: 4, PollInterval: poll,
+		GlobalRateLimiter: ratelimiter.NewGlobal(100), Features: &feature.Flags{}}
+	if err := provider.Setup(mgr, co); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	c, err := client.New(api.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{API: api, Client: c, DNS: harness.StartDNS(t), NS: "team-a"}
+	spec := o.ProviderConfig
+	if spec.DNS == nil {
+		spec.DNS = &v1alpha1.DNSConfig{Server: e.DNS.Addr}
+	}
+	if spec.ResolveTimeout == nil {
+		spec.ResolveTimeout = &metav1.Duration{Duration: 500 * time.Millisecond}
+	}
+	bg := context.Background()
+	if err := c.Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.NS}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(bg, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
