@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +48,26 @@ func freeUDPPort(t *testing.T) uint16 {
 type tailscaled struct {
 	cmd *exec.Cmd
 	lc  *local.Client
-	log *bytes.Buffer
+	log *syncBuffer
+}
+
+// syncBuffer is a log buffer tailscaled's output goroutine and the test may
+// use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // startTailscaled runs tailscaled in userspace networking with --config.
@@ -59,8 +79,8 @@ func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscal
 	cmd.Env = append(os.Environ(),
 		"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir,
 		"TS_ASSUME_NETWORK_UP_FOR_TEST=1", "TS_NETCHECK_GENERATE_204_URL="+controlURL+"/generate_204")
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +91,7 @@ func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscal
 			t.Logf("tailscaled log:\n%s", log.String())
 		}
 	})
-	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: &log}
+	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: log}
 }
 
 func eventually(t *testing.T, what string, f func() error) {
