@@ -20,7 +20,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
 	$(BIN)/tailscaled $(BIN)/tailscale
 
-.PHONY: all tools build generate check-generate render test unit lint clean
+.PHONY: all tools build generate check-generate render test unit lint fuzz clean
 
 all: build
 
@@ -92,6 +92,12 @@ unit:
 
 test: tools build
 	$(GO) test -count=1 ./...
+
+# Fuzz the function and the endpoint parser (FUZZTIME each).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) ./fn
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME) ./provider/resolve
 
 clean:
 	rm -rf .cache

@@ -26,7 +26,7 @@ func defaults(xrName, xrNamespace string, xrLabels map[string]string, spec v1alp
 			return nil, fmt.Errorf("metadata: a cluster-scoped XPeerRelay needs a claim (labels %s and %s): create a PeerRelay claim in a namespace instead", labelClaimName, labelClaimNamespace)
 		}
 	}
-	r.Base, _ = baseName(r.Name)
+	r.Base, r.BaseReason = baseName(r.Name)
 
 	r.Replicas = v1alpha1.DefaultReplicas
 	if spec.Replicas != nil {

@@ -55,8 +55,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, fmt.Errorf("cannot read observed composed resources: %w", err))
 		return rsp, nil
 	}
-	obs := observedState{observed: observed, pods: requiredPods(req)}
+	obs := observedState{observed: observed, pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
 	sum := summarise(r, obs)
+	if r.BaseReason != "" {
+		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
+	}
 
 	objs := compose(r)
 	for _, o := range objs {
@@ -76,6 +79,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	requirePods(rsp, r)
+	requireAuthKey(rsp, r)
 
 	var cond *response.ConditionOption
 	if sum.ready {

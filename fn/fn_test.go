@@ -126,6 +126,11 @@ func TestRunFunctionComposes(t *testing.T) {
 							"TS_KUBE_SECRET":                       "$(POD_NAME)",
 							"TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR": "/etc/tsconfig/$(POD_NAME)",
 							"TS_ENABLE_HEALTH_CHECK":               "true",
+							"TS_USERSPACE":                         "true",
+						}
+						sc := c["securityContext"].(map[string]any)
+						if sc["runAsNonRoot"] != true || sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false {
+							t.Errorf("securityContext is not locked down: %v", sc)
 						}
 						if diff := cmp.Diff(wantEnv, env); diff != "" {
 							t.Errorf("env: -want +got:\n%s", diff)
@@ -134,11 +139,11 @@ func TestRunFunctionComposes(t *testing.T) {
 						for _, m := range c["volumeMounts"].([]any) {
 							mm := m.(map[string]any)
 							mounts = append(mounts, mm["mountPath"].(string))
-							if mm["readOnly"] != true {
+							if mm["readOnly"] != true && mm["mountPath"] != "/tmp" {
 								t.Errorf("mount %v is not read-only", mm["mountPath"])
 							}
 						}
-						wantMounts := []string{"/etc/tsconfig/my-relay-0", "/etc/tsconfig/my-relay-1", "/etc/tsconfig/my-relay-2", "/etc/tailscale/authkey"}
+						wantMounts := []string{"/etc/tsconfig/my-relay-0", "/etc/tsconfig/my-relay-1", "/etc/tsconfig/my-relay-2", "/tmp", "/etc/tailscale/authkey"}
 						if diff := cmp.Diff(wantMounts, mounts); diff != "" {
 							t.Errorf("mounts: -want +got:\n%s", diff)
 						}

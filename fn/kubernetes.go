@@ -22,7 +22,28 @@ const (
 	healthCheckPort = 9002
 	servicePortName = "peerrelay"
 	authKeyVolume   = "authkey"
+	tmpVolume       = "tmp"
+	// relayUID runs tailscaled unprivileged: in userspace networking it
+	// needs no capabilities, only a writable /tmp for its socket.
+	relayUID = 1000
 )
+
+// defaultSecurityContext is what the relay container runs with unless the
+// PeerRelay sets spec.pod.securityContext.
+func defaultSecurityContext() *corev1.SecurityContext {
+	uid := int64(relayUID)
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr(true),
+		RunAsUser:                &uid,
+		RunAsGroup:               &uid,
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func meta(r *relay, name string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: labels}
@@ -118,6 +139,8 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 			Name: vol, ReadOnly: true, MountPath: path.Join(configMountRoot, replicaName(r.Base, i)),
 		})
 	}
+	volumes = append(volumes, corev1.Volume{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	mounts = append(mounts, corev1.VolumeMount{Name: tmpVolume, MountPath: "/tmp"})
 	if r.AuthKey != nil {
 		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{
@@ -136,6 +159,7 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 			{Name: "TS_KUBE_SECRET", Value: "$(POD_NAME)"},
 			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: configMountRoot + "/$(POD_NAME)"},
 			{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
+			{Name: "TS_USERSPACE", Value: "true"},
 		},
 		Ports: []corev1.ContainerPort{
 			{Name: "healthz", ContainerPort: healthCheckPort, Protocol: corev1.ProtocolTCP},
@@ -144,7 +168,8 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: "/healthz", Port: intstr.FromInt32(healthCheckPort),
 		}}, PeriodSeconds: 5},
-		VolumeMounts: mounts,
+		VolumeMounts:    mounts,
+		SecurityContext: defaultSecurityContext(),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("32Mi"),
@@ -155,7 +180,9 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 		if pod.Resources != nil {
 			spec.Containers[0].Resources = *pod.Resources
 		}
-		spec.Containers[0].SecurityContext = pod.SecurityContext
+		if pod.SecurityContext != nil {
+			spec.Containers[0].SecurityContext = pod.SecurityContext
+		}
 		spec.NodeSelector = pod.NodeSelector
 		spec.Tolerations = pod.Tolerations
 		spec.Affinity = pod.Affinity

@@ -30,10 +30,15 @@ const (
 // the full name so two long names never collide. The second result says why
 // the name was changed, or is empty.
 func baseName(name string) (string, string) {
-	b := strings.ReplaceAll(strings.ToLower(name), ".", "-")
+	b := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
 	var why []string
 	if b != name {
-		why = append(why, "dots are not allowed in Service names")
+		why = append(why, "Service names allow only lower-case letters, digits and dashes (no dots)")
 	}
 	if b == "" || b[0] < 'a' || b[0] > 'z' {
 		b = "pr-" + b

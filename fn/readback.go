@@ -2,6 +2,7 @@ package fn
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -10,6 +11,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -30,6 +32,46 @@ func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
 		Namespace:  &ns,
 		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: selectorLabels(r)}},
 	}
+}
+
+// requireAuthKey asks Crossplane for the auth key Secret, only to tell the
+// user when it is missing. Its data is never read, logged or copied.
+func requireAuthKey(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if r.AuthKey == nil {
+		return
+	}
+	ns := r.Namespace
+	rsp.Requirements.Resources[requiredAuthKeyKey] = &fnv1.ResourceSelector{
+		ApiVersion: "v1",
+		Kind:       "Secret",
+		Namespace:  &ns,
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.AuthKey.Name},
+	}
+}
+
+// requiredAuthKey says what is wrong with the auth key Secret, or "" when
+// it is fine or Crossplane has not looked yet.
+func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
+	if r.AuthKey == nil {
+		return ""
+	}
+	secrets, ok, err := request.GetRequiredResource(req, requiredAuthKeyKey)
+	if err != nil || !ok {
+		return ""
+	}
+	if len(secrets) == 0 {
+		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef does not exist: create it with a reusable, pre-authorised auth key under key %q", r.Namespace, r.AuthKey.Name, r.AuthKey.Key)
+	}
+	data, _, _ := unstructured.NestedMap(secrets[0].Resource.Object, "data")
+	if _, has := data[r.AuthKey.Key]; !has {
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef has no key %q (it has %v): set spec.authKeySecretRef.key", r.Namespace, r.AuthKey.Name, r.AuthKey.Key, keys)
+	}
+	return ""
 }
 
 // requiredPods returns the pods Crossplane supplied, by name, or nil when it

@@ -1,13 +1,13 @@
 package fn
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/crossplane/function-sdk-go/resource/composite"
+	kjson "sigs.k8s.io/json"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
@@ -33,6 +33,8 @@ type relay struct {
 	// Base prefixes every composed object's name; Name unless Name is too
 	// long or not a valid DNS label (see names.go).
 	Base string
+	// BaseReason says why Base differs from Name, or is empty.
+	BaseReason string
 
 	Spec     v1alpha1.PeerRelaySpec
 	Replicas int
@@ -71,44 +73,55 @@ func parseSpec(xr *composite.Unstructured) (v1alpha1.PeerRelaySpec, error) {
 	if err != nil {
 		return spec, fmt.Errorf("spec: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	// Kubernetes' own decoder: case-sensitive (encoding/json would take
+	// "elasticIps" for "elasticIPs"), and strict about unknown and
+	// duplicate fields.
+	strict, err := kjson.UnmarshalStrict(b, &spec)
+	if err != nil {
 		return spec, fmt.Errorf("spec: %s", describeJSONError(err))
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = describeJSONError(e)
+		}
+		return spec, fmt.Errorf("spec: %s", strings.Join(msgs, "; "))
 	}
 	return spec, nil
 }
 
-// describeJSONError rewrites encoding/json's messages into field paths a
-// user recognises: "spec.replicas: want int32, got string".
+// typeError matches the decoder's type errors: "json: cannot unmarshal
+// string into Go struct field PeerRelaySpec.aws.elasticIPs of type []v1alpha1.ElasticIP".
+var typeError = regexp.MustCompile(`cannot unmarshal (.+) into Go (?:struct field [A-Za-z0-9_]+\.(\S+)|value) of type (\S+)`)
+
+// describeJSONError rewrites the decoder's messages into field paths a user
+// recognises: "spec.replicas: want an integer, got string".
 func describeJSONError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			return fmt.Sprintf("want an object, got %s", te.Value)
-		}
-		return fmt.Sprintf("spec.%s: want %s, got %s", field, jsonKind(te.Type.Kind().String()), te.Value)
-	}
 	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+	if m := typeError.FindStringSubmatch(msg); m != nil {
+		if m[2] == "" {
+			return fmt.Sprintf("want an object, got %s", m[1])
+		}
+		return fmt.Sprintf("spec.%s: want %s, got %s", m[2], jsonKind(m[3]), m[1])
+	}
+	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
 		return fmt.Sprintf("unknown field %s: PeerRelay has no such field (check its spelling and nesting)", f)
 	}
 	return strings.TrimPrefix(msg, "json: ")
 }
 
-func jsonKind(k string) string {
-	switch k {
-	case "int32", "int64", "int":
-		return "an integer"
-	case "string":
-		return "a string"
-	case "slice":
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
 		return "a list"
-	case "map", "struct", "ptr":
+	case strings.HasPrefix(goType, "map["):
 		return "an object"
-	case "bool":
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "*int"), strings.HasPrefix(goType, "uint"):
+		return "an integer"
+	case goType == "string", strings.HasSuffix(goType, ".Tag"):
+		return "a string"
+	case goType == "bool":
 		return "true or false"
 	}
-	return k
+	return "an object"
 }

@@ -20,7 +20,9 @@ const (
 	reasonPodsPending        = "PodsPending"
 	reasonAWSConfigInvalid   = "AWSConfigInvalid"
 	reasonSpecInvalid        = "SpecInvalid"
+	reasonAuthKeyMissing     = "AuthKeySecretMissing"
 	requiredPodsKey          = "pods"
+	requiredAuthKeyKey       = "authkey-secret"
 	podReadyConditionType    = "Ready"
 	managedReadyConditionTyp = "Ready"
 )
@@ -31,6 +33,8 @@ type observedState struct {
 	// pods by name, from the required resources; nil when Crossplane has
 	// not supplied them (yet).
 	pods map[string]*composed.Unstructured
+	// authKey says what is wrong with the auth key Secret, if anything.
+	authKey string
 }
 
 // replicaObservation is one replica as observed.
@@ -129,6 +133,8 @@ func summarise(r *relay, o observedState) summary {
 		}
 	}
 	switch {
+	case o.authKey != "":
+		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending
 		s.msg = fmt.Sprintf("%d of %d replicas have a public address", s.withEndpoints, r.Replicas)

@@ -1,11 +1,16 @@
 package fn
 
 import (
+	"context"
+	"strings"
 	"testing"
 
+	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/testing/protocmp"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func observedRes(t *testing.T, y string) *fnv1.Resource {
@@ -117,4 +122,85 @@ func TestRunFunctionStatus(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+func TestRunFunctionAuthKeySecret(t *testing.T) {
+	secret := func(keys ...string) *fnv1.Resources {
+		y := "apiVersion: v1\nkind: Secret\nmetadata: {name: ts-auth, namespace: team-a}\ndata:"
+		if len(keys) == 0 {
+			y += " {}"
+		}
+		for _, k := range keys {
+			y += "\n  " + k + ": dHNrZXktYXV0aC1zZWNyZXQ="
+		}
+		return &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, y)}}}
+	}
+	cases := map[string]struct {
+		reason     string
+		required   map[string]*fnv1.Resources
+		wantReason string
+		wantMsg    string
+	}{
+		"NotLookedUpYet": {
+			reason:     "Before Crossplane answers the requirement, nothing is claimed about the Secret.",
+			wantReason: reasonEndpointsPending,
+		},
+		"Missing": {
+			reason:     "A Secret that does not exist is a condition naming it, not a crash.",
+			required:   map[string]*fnv1.Resources{requiredAuthKeyKey: {}},
+			wantReason: reasonAuthKeyMissing,
+			wantMsg:    "Secret team-a/ts-auth named by spec.authKeySecretRef does not exist",
+		},
+		"WrongKey": {
+			reason:     "A Secret without the key says which keys it has.",
+			required:   map[string]*fnv1.Resources{requiredAuthKeyKey: secret("key")},
+			wantReason: reasonAuthKeyMissing,
+			wantMsg:    `has no key "authkey" (it has [key])`,
+		},
+		"Present": {
+			reason:     "A Secret with the key is fine.",
+			required:   map[string]*fnv1.Resources{requiredAuthKeyKey: secret("authkey")},
+			wantReason: reasonEndpointsPending,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var logs strings.Builder
+			f := &Function{Log: logging.NewLogrLogger(zap.New(zap.WriteTo(&logs), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))}
+			rsp, err := f.RunFunction(context.Background(), &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "authKeySecretRef: {name: ts-auth}")}, RequiredResources: tc.required})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if logs.Len() == 0 {
+				t.Error("the function logged nothing at debug level; the leak check would prove nothing")
+			}
+			if strings.Contains(logs.String(), "dHNrZXktYXV0aC1zZWNyZXQ=") || strings.Contains(logs.String(), "tskey-auth-secret") {
+				t.Errorf("%s\nthe auth key leaked into the function's logs", tc.reason)
+			}
+			if got := rsp.GetConditions()[0]; got.GetReason() != tc.wantReason || !strings.Contains(got.GetMessage(), tc.wantMsg) {
+				t.Errorf("%s\nwant reason %s with %q, got %s: %s", tc.reason, tc.wantReason, tc.wantMsg, got.GetReason(), got.GetMessage())
+			}
+			sel := rsp.GetRequirements().GetResources()[requiredAuthKeyKey]
+			if sel.GetMatchName() != "ts-auth" || sel.GetKind() != "Secret" || sel.GetNamespace() != "team-a" {
+				t.Errorf("%s\nthe function must require the auth key Secret, got %v", tc.reason, sel)
+			}
+			if strings.Contains(rsp.String(), "tskey-auth-secret") || strings.Contains(rsp.String(), "dHNrZXktYXV0aC1zZWNyZXQ=") {
+				t.Errorf("%s\nthe auth key leaked into the response", tc.reason)
+			}
+		})
+	}
+}
+
+func TestRunFunctionSaysWhenNamesAreShortened(t *testing.T) {
+	rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, `
+apiVersion: peerrelay.io/v1alpha1
+kind: PeerRelay
+metadata: {name: 1-relay.example, namespace: team-a}
+spec: {}`)}}})
+	var msgs []string
+	for _, r := range rsp.GetResults() {
+		msgs = append(msgs, r.GetMessage())
+	}
+	want := "composed objects are named pr-1-relay-example-"
+	if len(msgs) != 1 || !strings.Contains(msgs[0], want) || !strings.Contains(msgs[0], "no dots") || !strings.Contains(msgs[0], "must start with a letter") {
+		t.Errorf("want one Normal result starting %q and saying why, got %q", want, msgs)
+	}
+}

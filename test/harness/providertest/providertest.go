@@ -5,6 +5,7 @@ package providertest
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,11 +14,13 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider"
@@ -40,6 +43,8 @@ type Options struct {
 	// ProviderConfig is the "default" ClusterProviderConfig's spec; its DNS
 	// server is set to the test DNS server when empty.
 	ProviderConfig v1alpha1.ProviderConfigSpec
+	// Log receives the provider's debug logs, when set.
+	Log io.Writer
 }
 
 // Start runs the API server, the provider and the DNS server, and creates
@@ -63,7 +68,11 @@ func Start(t testing.TB, o Options) *Env {
 	if poll == 0 {
 		poll = time.Hour
 	}
-	co := controller.Options{Logger: logging.NewNopLogger(), MaxConcurrentReconciles: 4, PollInterval: poll,
+	log := logging.NewNopLogger()
+	if o.Log != nil {
+		log = logging.NewLogrLogger(zap.New(zap.WriteTo(o.Log), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))
+	}
+	co := controller.Options{Logger: log, MaxConcurrentReconciles: 4, PollInterval: poll,
 		GlobalRateLimiter: ratelimiter.NewGlobal(100), Features: &feature.Flags{}}
 	if err := provider.Setup(mgr, co); err != nil {
 		t.Fatal(err)
