@@ -20,7 +20,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
 	$(BIN)/tailscaled $(BIN)/tailscale
 
-.PHONY: all tools build generate check-generate render test unit lint fuzz clean
+.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg clean
 
 all: build
 
@@ -80,6 +80,24 @@ check-generate: generate
 		git status --porcelain -- apis package test/crds; git --no-pager diff --stat -- apis package test/crds; \
 		echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
+# ---- Crossplane packages, built without Docker -----------------------------
+# Static binaries on an empty base (hack/imagebuild), embedded into each
+# package by the Crossplane CLI. Output: .cache/xpkg/*.xpkg
+XPKG := $(CURDIR)/.cache/xpkg
+VERSION ?= v0.1.0
+REGISTRY ?= xpkg.crossplane.io/peerrelay
+XPKG_LDFLAGS := -s -w -buildid=
+
+xpkg: $(BIN)/crank
+	@mkdir -p $(XPKG)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/function-peerrelay ./fn/cmd/function-peerrelay
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/provider-peerrelay ./provider/cmd/provider-peerrelay
+	$(GO) run ./hack/imagebuild -binary $(XPKG)/function-peerrelay -port 9443 -tag $(REGISTRY)/function-peerrelay-runtime:$(VERSION) -o $(XPKG)/function-image.tar
+	$(GO) run ./hack/imagebuild -binary $(XPKG)/provider-peerrelay -tag $(REGISTRY)/provider-peerrelay-runtime:$(VERSION) -o $(XPKG)/provider-image.tar
+	$(BIN)/crank xpkg build --package-root=package/function --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/function-image.tar -o $(XPKG)/function-peerrelay-$(VERSION).xpkg
+	$(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION).xpkg
+	$(BIN)/crank xpkg build --package-root=package/configuration --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
+
 render: build $(BIN)/crank
 	bash hack/render.sh
 
@@ -90,7 +108,7 @@ lint:
 unit:
 	$(GO) test ./fn/... ./provider/... ./apis/...
 
-test: tools build
+test: tools build xpkg
 	$(GO) test -count=1 ./...
 
 # Fuzz the function and the endpoint parser (FUZZTIME each).
