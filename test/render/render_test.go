@@ -145,7 +145,7 @@ func TestRenderExamples(t *testing.T) {
 			}
 		}
 		// The examples a user copies must pass the schema the XRD carries.
-		for _, ex := range []string{"examples/peerrelay.yaml", "examples/aws-eip.yaml"} {
+		for _, ex := range []string{"examples/peerrelay.yaml", "examples/aws-eip.yaml", "examples/providerconfig.yaml", "examples/package/providerconfig.yaml"} {
 			b, err := os.ReadFile(filepath.Join(root, ex))
 			if err != nil {
 				t.Fatal(err)

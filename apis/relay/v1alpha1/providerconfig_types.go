@@ -41,7 +41,7 @@ type AWSConfig struct {
 	// ProviderConfig reads it from its own namespace; a
 	// ClusterProviderConfig needs the namespace set.
 	// +optional
-	SecretRef *xpv2.SecretReference `json:"secretRef,omitempty"`
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
 	// Region used when a RelayConfig names none.
 	// +optional
 	Region string `json:"region,omitempty"`
@@ -49,6 +49,14 @@ type AWSConfig struct {
 	// server).
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// SecretRef names a Secret; Namespace defaults to the RelayConfig's.
+type SecretRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // DNSConfig configures hostname resolution.
