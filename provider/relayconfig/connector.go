@@ -92,8 +92,10 @@ func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *
 		if a.SecretRef == nil {
 			return nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
 		}
+		// A namespaced ProviderConfig may only read Secrets in its own
+		// namespace; a ClusterProviderConfig may name any.
 		ns := a.SecretRef.Namespace
-		if ns == "" {
+		if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
 			ns = mg.GetNamespace()
 		}
 		s := &corev1.Secret{}

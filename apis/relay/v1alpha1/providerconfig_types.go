@@ -51,7 +51,8 @@ type AWSConfig struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
-// SecretRef names a Secret; Namespace defaults to the RelayConfig's.
+// SecretRef names a Secret. Namespace defaults to the RelayConfig's, and a
+// namespaced ProviderConfig can only read Secrets in its own namespace.
 type SecretRef struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
