@@ -20,7 +20,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
 	$(BIN)/tailscaled $(BIN)/tailscale
 
-.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg clean
+.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench clean
 
 all: build
 
@@ -56,6 +56,14 @@ $(BIN)/tailscaled: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
 $(BIN)/tailscale: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
 	@mkdir -p $(BIN)
 	cd test/tools/tailscale && $(GO) build -o $@ tailscale.com/cmd/tailscale
+
+$(BIN)/function-patch-and-transform: test/tools/patch-and-transform/go.mod test/tools/patch-and-transform/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/patch-and-transform && $(GO) build -o $@ github.com/crossplane-contrib/function-patch-and-transform
+
+$(BIN)/benchstat: test/tools/benchstat/go.mod test/tools/benchstat/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
 
 # ---- product ---------------------------------------------------------------
 build:
@@ -116,6 +124,21 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) ./fn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME) ./provider/resolve
+
+# Benchmarks (not part of `make test`): the function in process and over
+# gRPC against function-patch-and-transform, and the provider's
+# ingress-to-config latency. Results in .cache/bench, compared by benchstat.
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 6
+EVENTS ?= 200x
+BENCH_OUT := $(CURDIR)/.cache/bench
+bench: tools build $(BIN)/function-patch-and-transform $(BIN)/benchstat
+	@mkdir -p $(BENCH_OUT)
+	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt
+	$(GO) test -run '^$$' -bench 'IngressToConfig' -benchtime $(EVENTS) -count 1 ./test/bench | tee $(BENCH_OUT)/provider.txt
+	$(BIN)/benchstat -filter '.name:RunFunction' $(BENCH_OUT)/fn.txt
+	$(BIN)/benchstat -filter '.name:GRPC' -col /fn $(BENCH_OUT)/fn.txt
 
 clean:
 	rm -rf .cache

@@ -1,0 +1,201 @@
+// Package bench measures function-peerrelay against a peer, and the
+// provider's ingress-to-config latency, in Go benchmarks. `make bench` runs
+// them and compares with benchstat.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	fnv1beta1 "github.com/crossplane/function-sdk-go/proto/v1beta1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/peerrelay/peerrelay/fn"
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+func request(b testing.TB, replicas int, aws bool) *fnv1.RunFunctionRequest {
+	b.Helper()
+	spec := map[string]any{
+		"replicas":         replicas,
+		"tags":             []any{"tag:relay"},
+		"authKeySecretRef": map[string]any{"name": "tailscale-auth"},
+	}
+	if aws {
+		var eips []any
+		for i := range replicas {
+			eips = append(eips, map[string]any{"allocationID": fmt.Sprintf("eipalloc-%04x", i), "subnetID": fmt.Sprintf("subnet-%04x", i)})
+		}
+		spec["aws"] = map[string]any{"elasticIPs": eips}
+	}
+	xr, err := structpb.NewStruct(map[string]any{
+		"apiVersion": "peerrelay.io/v1alpha1", "kind": "PeerRelay",
+		"metadata": map[string]any{"name": "my-relay", "namespace": "team-a"},
+		"spec":     spec,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}}}
+}
+
+// BenchmarkRunFunction: in process, by replicas, with and without Elastic
+// IP pinning. Cost should grow linearly with replicas.
+func BenchmarkRunFunction(b *testing.B) {
+	f := &fn.Function{Log: logging.NewNopLogger()}
+	for _, aws := range []bool{false, true} {
+		for _, n := range []int{1, 3, 10, 100} {
+			req := request(b, n, aws)
+			b.Run(fmt.Sprintf("aws=%v/replicas=%d", aws, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					rsp, err := f.RunFunction(context.Background(), req)
+					if err != nil || len(rsp.GetDesired().GetResources()) != 4+3*n {
+						b.Fatalf("unexpected response: %v %v", err, rsp.GetResults())
+					}
+				}
+			})
+		}
+	}
+}
+
+// startFunction runs a function binary with --insecure on a free port.
+func startFunction(b testing.TB, bin string) *grpc.ClientConn {
+	b.Helper()
+	port, err := harness.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(bin, "--insecure", "--address", addr)
+	// Stdout and stderr go to /dev/null: P&T logs every call at info level.
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s did not listen on %s", bin, addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// patchAndTransformRequest builds the request that makes
+// function-patch-and-transform compose the same objects our function does:
+// each of our outputs becomes a P&T base whose name and namespace are
+// patched from the XR, as a P&T Composition would do it. (A real P&T
+// Composition would patch more fields; this favours the peer.)
+func patchAndTransformRequest(b testing.TB, ours *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest) *fnv1beta1.RunFunctionRequest {
+	b.Helper()
+	var resources []any
+	for key, r := range ours.GetDesired().GetResources() {
+		base := r.GetResource().AsMap()
+		md := base["metadata"].(map[string]any)
+		name := md["name"].(string)
+		delete(md, "name")
+		delete(md, "namespace")
+		nameFmt := strings.Replace(name, "my-relay", "%s", 1)
+		resources = append(resources, map[string]any{
+			"name": key,
+			"base": base,
+			"patches": []any{
+				map[string]any{"type": "FromCompositeFieldPath", "fromFieldPath": "metadata.namespace", "toFieldPath": "metadata.namespace"},
+				map[string]any{"type": "FromCompositeFieldPath", "fromFieldPath": "metadata.name", "toFieldPath": "metadata.name",
+					"transforms": []any{map[string]any{"type": "string", "string": map[string]any{"type": "Format", "fmt": nameFmt}}}},
+			},
+		})
+	}
+	in, err := structpb.NewStruct(map[string]any{"apiVersion": "pt.fn.crossplane.io/v1beta1", "kind": "Resources", "resources": resources})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// v1 and v1beta1 messages are the same on the wire.
+	raw, err := proto.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := &fnv1beta1.RunFunctionRequest{}
+	if err := proto.Unmarshal(raw, out); err != nil {
+		b.Fatal(err)
+	}
+	out.Input = in
+	return out
+}
+
+// BenchmarkGRPC calls our function and function-patch-and-transform over
+// gRPC on loopback, each as its own process, for the same objects
+// (replicas=3). The peer's output is checked equal to ours first.
+func BenchmarkGRPC(b *testing.B) {
+	ours := fnv1.NewFunctionRunnerServiceClient(startFunction(b, harness.Tool(b, "function-peerrelay")))
+	peer := fnv1beta1.NewFunctionRunnerServiceClient(startFunction(b, harness.Tool(b, "function-patch-and-transform")))
+	ctx := context.Background()
+
+	for _, n := range []int{3, 10} {
+		req := request(b, n, false)
+		want, err := ours.RunFunction(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		preq := patchAndTransformRequest(b, want, req)
+		got, err := peer.RunFunction(ctx, preq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range got.GetResults() {
+			if r.GetSeverity() == fnv1beta1.Severity_SEVERITY_FATAL {
+				b.Fatalf("patch-and-transform: %s", r.GetMessage())
+			}
+		}
+		if len(got.GetDesired().GetResources()) != len(want.GetDesired().GetResources()) {
+			b.Fatalf("the peer composed %d resources, ours %d", len(got.GetDesired().GetResources()), len(want.GetDesired().GetResources()))
+		}
+		for key, w := range want.GetDesired().GetResources() {
+			g := got.GetDesired().GetResources()[key]
+			if diff := cmp.Diff(w.GetResource().AsMap(), g.GetResource().AsMap()); diff != "" {
+				b.Fatalf("the peer's %s differs from ours (-ours +peer):\n%s", key, diff)
+			}
+		}
+		b.Run(fmt.Sprintf("fn=peerrelay/replicas=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ours.RunFunction(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("fn=patch-and-transform/replicas=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := peer.RunFunction(ctx, preq); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
