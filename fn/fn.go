@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
@@ -32,24 +33,22 @@ type Function struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
 
 	Log logging.Logger
+
+	cache compositionCache
 }
 
 // RunFunction composes one PeerRelay.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, ttlPending)
 
-	r, err := resolve(req)
+	c, err := f.composition(req)
 	if err != nil {
 		fail(rsp, err)
 		return rsp, nil
 	}
+	r := c.relay
 	log := f.Log.WithValues("namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas)
 
-	desired, err := request.GetDesiredComposedResources(req)
-	if err != nil {
-		response.Fatal(rsp, fmt.Errorf("cannot read desired composed resources from earlier steps: %w", err))
-		return rsp, nil
-	}
 	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, fmt.Errorf("cannot read observed composed resources: %w", err))
@@ -61,18 +60,15 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
 	}
 
-	objs := compose(r)
-	for _, o := range objs {
-		cd, err := toComposed(o.obj)
-		if err != nil {
-			response.Fatal(rsp, fmt.Errorf("cannot convert %s: %w", o.key, err))
-			return rsp, nil
-		}
-		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: cd, Ready: readiness(o.key, r, obs, sum)}
+	// Earlier steps' desired resources stay as they are; ours are added.
+	if rsp.Desired == nil {
+		rsp.Desired = &fnv1.State{}
 	}
-	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
-		response.Fatal(rsp, fmt.Errorf("cannot set desired composed resources: %w", err))
-		return rsp, nil
+	if rsp.Desired.Resources == nil {
+		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(c.objs))
+	}
+	for _, o := range c.objs {
+		rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: o.obj, Ready: protoReady(readiness(o.key, r, obs, sum))}
 	}
 	if err := setStatus(req, rsp, sum.status); err != nil {
 		response.Fatal(rsp, err)
@@ -91,6 +87,48 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
 	log.Debug("composed", "reason", sum.reason, "endpoints", len(sum.status.Endpoints))
 	return rsp, nil
+}
+
+// composition returns what the request's PeerRelay composes, from the
+// cache when the same spec was seen before.
+func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, error) {
+	k, cacheable := cacheKey(req)
+	if cacheable {
+		if c := f.cache.get(k); c != nil {
+			return c, nil
+		}
+	}
+	r, err := resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	objs := compose(r)
+	c := &composition{relay: r, objs: make([]cachedObject, 0, len(objs))}
+	for _, o := range objs {
+		cd, err := toComposed(o.obj)
+		if err != nil {
+			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
+		}
+		s, err := structpb.NewStruct(cd.Object)
+		if err != nil {
+			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
+		}
+		c.objs = append(c.objs, cachedObject{key: o.key, obj: s})
+	}
+	if cacheable {
+		f.cache.put(k, c)
+	}
+	return c, nil
+}
+
+func protoReady(r resource.Ready) fnv1.Ready {
+	switch r {
+	case resource.ReadyTrue:
+		return fnv1.Ready_READY_TRUE
+	case resource.ReadyFalse:
+		return fnv1.Ready_READY_FALSE
+	}
+	return fnv1.Ready_READY_UNSPECIFIED
 }
 
 // resolve reads the Input and the XR and applies every default.

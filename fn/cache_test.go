@@ -1,0 +1,51 @@
+package fn
+
+import (
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+// TestCachedCompositionIsTheSame: a second call with the same spec answers
+// exactly what a fresh function answers, and a changed spec, name or Input
+// is never served from the cache.
+func TestCachedCompositionIsTheSame(t *testing.T) {
+	f := &Function{Log: logging.NewNopLogger()}
+	call := func(f *Function, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
+		t.Helper()
+		rsp, err := f.RunFunction(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rsp
+	}
+	reqs := map[string]func() *fnv1.RunFunctionRequest{
+		"base": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2")}}
+		},
+		"replicas": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3")}}
+		},
+		"port": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2\nport: 7000")}}
+		},
+		"input": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2")}, Input: mustStruct(t, "apiVersion: fn.peerrelay.io/v1alpha1\nkind: Input\ncloud: azure")}
+		},
+		"namespace": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: PeerRelay\nmetadata: {name: my-relay, namespace: team-z}\nspec: {replicas: 2}")}}}
+		},
+	}
+	for _, order := range [][]string{{"base", "replicas", "port", "input", "namespace", "base"}, {"input", "base", "namespace", "port", "replicas"}} {
+		for _, name := range order {
+			got := call(f, reqs[name]())
+			want := call(&Function{Log: logging.NewNopLogger()}, reqs[name]())
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s after %v: the cached answer differs from a fresh one (-fresh +cached):\n%s", name, order, diff)
+			}
+		}
+	}
+}
