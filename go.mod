@@ -27,6 +27,7 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/yaml v1.6.0
 	tailscale.com v1.102.5
+	tailscale.com/client/tailscale/v2 v2.12.0
 )
 
 require (

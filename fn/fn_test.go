@@ -96,6 +96,8 @@ func TestRunFunctionComposes(t *testing.T) {
 							"hostname":         "my-relay-1",
 							"port":             float64(41641),
 							"resolution":       "Auto",
+							"stateSecretName":  "my-relay-1",
+							"tags":             []any{"tag:k8s"},
 							"authKeySecretRef": map[string]any{"name": "ts-auth", "key": "authkey", "mode": "File", "mountPath": "/etc/tailscale/authkey"},
 						}
 						if diff := cmp.Diff(want, field(t, rc, "spec", "forProvider")); diff != "" {

@@ -149,6 +149,18 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 			},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
+	} else {
+		// No key named: the provider mints one per replica (Tailscale API
+		// access in its provider config) into R-i-authkey. The pod waits
+		// for it.
+		for i := range r.Replicas {
+			vol := "authkey-" + strconv.Itoa(i)
+			name := replicaName(r.Base, i)
+			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix},
+			}})
+			mounts = append(mounts, corev1.VolumeMount{Name: vol, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
+		}
 	}
 
 	c := corev1.Container{

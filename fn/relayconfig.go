@@ -18,6 +18,8 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 		Hostname:         hostname(r.Hostname, i),
 		Port:             r.Port,
 		StaticEndpoints:  r.Spec.StaticEndpoints,
+		Tags:             r.Tags,
+		StateSecretName:  name,
 		Resolution:       relayv1alpha1.ResolutionAuto,
 	}
 	if r.AuthKey != nil {

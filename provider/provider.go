@@ -7,7 +7,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,8 +31,9 @@ type ManagerOptions struct {
 }
 
 // NewManager returns a manager whose cache holds only the Secrets this
-// provider writes: auth keys and credentials are read uncached, so the
-// provider never keeps every Secret of the cluster in memory.
+// provider writes and the relays' state Secrets: auth keys and credentials
+// are read uncached, so the provider never keeps every Secret of the
+// cluster in memory.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctrl.Manager, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctr
 		Cache: cache.Options{
 			SyncPeriod: &sync,
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{relayconfig.LabelManagedBy: relayconfig.ManagedBy})},
+				&corev1.Secret{}: {Label: relayconfig.CachedSecrets()},
 			},
 		},
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
 
 // connector reads the RelayConfig's provider config and builds a resolver
@@ -27,6 +28,8 @@ type connector struct {
 	kube  client.Client // cached: Services, RelayConfigs, our config Secrets
 	read  client.Reader // uncached: provider configs' credential Secrets, auth keys
 	usage *resource.ProviderConfigUsageTracker
+	// newAPI builds the Tailscale API client; nil means tailnet.New.
+	newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)
 }
 
 // Connect returns an external client for one reconcile.
@@ -52,7 +55,15 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 		}
 		r.AWS = aws
 	}
-	return &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}, nil
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}
+	if spec.Tailscale != nil {
+		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)
+		if err != nil {
+			return nil, err
+		}
+		e.api = api
+	}
+	return e, nil
 }
 
 // providerConfig returns the spec of the ProviderConfig (in the
@@ -77,6 +88,25 @@ func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig
 		return &pc.Spec, nil
 	}
 	return nil, fmt.Errorf("spec.providerConfigRef.kind %q: want ProviderConfig or ClusterProviderConfig", ref.Kind)
+}
+
+func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg *v1alpha1.RelayConfig) (tailnet.API, error) {
+	ns := t.OAuthSecretRef.Namespace
+	if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
+		ns = mg.GetNamespace()
+	}
+	s := &corev1.Secret{}
+	if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: t.OAuthSecretRef.Name}, s); err != nil {
+		return nil, fmt.Errorf("cannot get the OAuth client Secret %s/%s named by spec.tailscale.oauthSecretRef: %w", ns, t.OAuthSecretRef.Name, err)
+	}
+	id, secret := string(s.Data[v1alpha1.OAuthClientIDKey]), string(s.Data[v1alpha1.OAuthClientSecretKey])
+	if id == "" || secret == "" {
+		return nil, fmt.Errorf("the OAuth client Secret %s/%s needs keys %s and %s", ns, t.OAuthSecretRef.Name, v1alpha1.OAuthClientIDKey, v1alpha1.OAuthClientSecretKey)
+	}
+	if c.newAPI != nil {
+		return c.newAPI(t.BaseURL, t.Tailnet, id, secret)
+	}
+	return tailnet.New(t.BaseURL, t.Tailnet, id, secret)
 }
 
 func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *v1alpha1.RelayConfig) (*resolve.AWSResolver, error) {

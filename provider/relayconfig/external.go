@@ -3,8 +3,9 @@ package relayconfig
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"path"
+	"net/netip"
 	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -15,9 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
 
@@ -46,6 +49,7 @@ type external struct {
 	read       client.Reader
 	resolver   *resolve.Resolver
 	controlURL string
+	api        tailnet.API // nil without Tailscale API access
 
 	rendered []byte
 }
@@ -60,7 +64,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		return managed.ExternalObservation{}, err
 	}
 	res, resolveErr := e.resolver.Resolve(ctx, svc, p)
-	last, _ := resolve.ParseEndpoints(mg.Status.AtProvider.Endpoints)
+	current, err := e.configSecret(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	last := lastGood(mg, current)
 	eps := res.Endpoints
 	switch {
 	case resolveErr != nil:
@@ -96,13 +104,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		mg.SetConditions(xpv2.Unavailable().WithMessage("no public endpoint yet: the relay runs but advertises none"))
 	}
 
-	s := &corev1.Secret{}
-	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: p.ConfigSecretName}, s)
-	if kerrors.IsNotFound(err) {
+	s := current
+	if s == nil {
 		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-	if err != nil {
-		return managed.ExternalObservation{}, fmt.Errorf("cannot get config Secret %s: %w", p.ConfigSecretName, err)
 	}
 	if !metav1.IsControlledBy(s, mg) {
 		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
@@ -116,6 +120,33 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", resolveErr)
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// configSecret returns the config Secret, or nil when there is none.
+func (e *external) configSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get config Secret %s: %w", mg.Spec.ForProvider.ConfigSecretName, err)
+	}
+	return s, nil
+}
+
+// lastGood is what the replica advertises now: the endpoints in its config
+// Secret when it has one (the status may lag behind a write), else those
+// recorded in status.
+func lastGood(mg *v1alpha1.RelayConfig, s *corev1.Secret) []netip.AddrPort {
+	if s != nil && metav1.IsControlledBy(s, mg) {
+		var c ipn.ConfigVAlpha
+		if json.Unmarshal(s.Data[tsconfig.FileName], &c) == nil && len(c.RelayServerStaticEndpoints) > 0 {
+			return c.RelayServerStaticEndpoints
+		}
+	}
+	eps, _ := resolve.ParseEndpoints(mg.Status.AtProvider.Endpoints)
+	return eps
 }
 
 func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) {
@@ -143,36 +174,6 @@ func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*core
 		return nil, fmt.Errorf("cannot get Service %s named by spec.forProvider.serviceRef: %w", ref.Name, err)
 	}
 	return svc, nil
-}
-
-// authKey returns what the config's AuthKey says: a file path by default,
-// so the config Secret carries no credential, or the key itself when the
-// RelayConfig asks for Inline. The key never reaches an error or a log.
-func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
-	ref := mg.Spec.ForProvider.AuthKeySecretRef
-	if ref == nil {
-		return "", nil
-	}
-	key := ref.Key
-	if key == "" {
-		key = "authkey"
-	}
-	if ref.Mode != v1alpha1.AuthKeyModeInline {
-		dir := ref.MountPath
-		if dir == "" {
-			dir = v1alpha1.DefaultAuthKeyMountPath
-		}
-		return "file:" + path.Join(dir, key), nil
-	}
-	s := &corev1.Secret{}
-	if err := e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
-		return "", fmt.Errorf("cannot get the auth key Secret %s named by spec.forProvider.authKeySecretRef: %w", ref.Name, err)
-	}
-	v, ok := s.Data[key]
-	if !ok || len(v) == 0 {
-		return "", fmt.Errorf("the auth key Secret %s has no key %q (spec.forProvider.authKeySecretRef.key)", ref.Name, key)
-	}
-	return string(bytes.TrimSpace(v)), nil
 }
 
 // Create writes the config Secret, owned by the RelayConfig so it goes with
@@ -206,8 +207,21 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete removes the config Secret.
+// Delete removes the replica's tailnet device (with Tailscale API access),
+// then its config Secret. An API error keeps the finalizer: the reconciler
+// retries with backoff and says why in Synced.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalDelete, error) {
+	if e.api != nil {
+		id, err := e.deviceID(ctx, mg)
+		if err != nil {
+			return managed.ExternalDelete{}, err
+		}
+		if id != "" {
+			if err := e.api.DeleteDevice(ctx, id); err != nil {
+				return managed.ExternalDelete{}, err
+			}
+		}
+	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}}
 	if err := e.kube.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
 		return managed.ExternalDelete{}, fmt.Errorf("cannot delete config Secret %s: %w", s.Name, err)

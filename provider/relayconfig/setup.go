@@ -12,6 +12,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,7 +61,30 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		For(&v1alpha1.RelayConfig{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient()))).
+		// A state Secret R-i belongs to RelayConfig R-i: a device ID
+		// appearing there is recorded at once.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateSecretOwner)).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// ManagedByFunction marks the state Secrets function-peerrelay composes.
+const ManagedByFunction = "function-peerrelay"
+
+// CachedSecrets selects the Secrets the manager caches: the provider's own
+// and the relays' state Secrets.
+func CachedSecrets() labels.Selector {
+	r, err := labels.NewRequirement(LabelManagedBy, selection.In, []string{ManagedBy, ManagedByFunction})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}
+
+func stateSecretOwner(_ context.Context, s client.Object) []reconcile.Request {
+	if s.GetLabels()[LabelManagedBy] != ManagedByFunction {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()}}}
 }
 
 func relayConfigsFor(c client.Client) handler.MapFunc {

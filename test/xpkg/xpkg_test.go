@@ -136,4 +136,3 @@ func kindName(t *testing.T, o runtime.Object) string {
 	}
 	return kind + "/" + u.GetName()
 }
-

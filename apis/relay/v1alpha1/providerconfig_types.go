@@ -60,6 +60,28 @@ type SecretRef struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// TailscaleAPI lets the provider mint per-replica auth keys and remove a
+// replica's device when the replica goes away.
+type TailscaleAPI struct {
+	// OAuthSecretRef names a Secret with keys client_id and client_secret of
+	// an OAuth client with the auth_keys and devices:core scopes, allowed to
+	// use the relays' tags.
+	OAuthSecretRef SecretRef `json:"oauthSecretRef"`
+	// Tailnet; default "-", the OAuth client's own.
+	// +optional
+	Tailnet string `json:"tailnet,omitempty"`
+	// BaseURL of the API; default https://api.tailscale.com.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
+}
+
+// Keys read from the OAuth client Secret.
+const (
+	OAuthClientIDKey     = "client_id"
+	OAuthClientSecretKey = "client_secret"
+)
+
 // DNSConfig configures hostname resolution.
 type DNSConfig struct {
 	// Server (ip:port) to ask instead of the system resolver.
@@ -74,6 +96,9 @@ type ProviderConfigSpec struct {
 	AWS *AWSConfig `json:"aws,omitempty"`
 	// +optional
 	DNS *DNSConfig `json:"dns,omitempty"`
+	// Tailscale API access, for minting auth keys and removing devices.
+	// +optional
+	Tailscale *TailscaleAPI `json:"tailscale,omitempty"`
 	// ControlURL of the tailnet's control server, written as the relays'
 	// ServerURL: for Headscale or another self-hosted control server.
 	// Default Tailscale's.

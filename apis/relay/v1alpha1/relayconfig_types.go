@@ -33,7 +33,13 @@ const (
 )
 
 // DefaultAuthKeyMountPath is where the function mounts the auth key Secret.
+// A key the provider mints for replica R-i is in Secret R-i-authkey,
+// mounted at DefaultAuthKeyMountPath/R-i.
 const DefaultAuthKeyMountPath = "/etc/tailscale/authkey"
+
+// MintedAuthKeySuffix names the Secret holding a minted key:
+// <RelayConfig name><suffix>.
+const MintedAuthKeySuffix = "-authkey"
 
 // Endpoint sources, as reported in status.atProvider.source.
 const (
@@ -100,6 +106,17 @@ type RelayConfigParameters struct {
 	// +optional
 	AuthKeySecretRef *AuthKeyRef `json:"authKeySecretRef,omitempty"`
 
+	// Tags a minted auth key carries (used only when AuthKeySecretRef is
+	// not set and the provider config has Tailscale API access).
+	// +optional
+	Tags []string `json:"tags,omitempty"`
+
+	// StateSecretName is the Secret tailscaled keeps its state in; its
+	// device_id tells whether the device exists, so a key is never minted
+	// twice and the device can be removed on deletion.
+	// +optional
+	StateSecretName string `json:"stateSecretName,omitempty"`
+
 	// StaticEndpoints (ip:port) are advertised as well as resolved ones.
 	// +optional
 	StaticEndpoints []string `json:"staticEndpoints,omitempty"`
@@ -126,6 +143,10 @@ type RelayConfigObservation struct {
 	ConfigHash string `json:"configHash,omitempty"`
 	// LastResolved is when endpoints were last resolved successfully.
 	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+	// DeviceID of the replica's tailnet device, from its state Secret.
+	DeviceID string `json:"deviceID,omitempty"`
+	// AuthKeyID of the key the provider minted, when it minted one.
+	AuthKeyID string `json:"authKeyID,omitempty"`
 }
 
 // RelayConfigSpec is the managed resource spec.

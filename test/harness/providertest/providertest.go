@@ -6,7 +6,10 @@ package providertest
 import (
 	"context"
 	"io"
+	"maps"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -45,7 +49,45 @@ type Options struct {
 	ProviderConfig v1alpha1.ProviderConfigSpec
 	// Log receives the provider's debug logs, when set.
 	Log io.Writer
+	// Requests, when set, counts the provider's API requests by verb
+	// (GET for gets and lists, WATCH, POST, PUT, PATCH, DELETE).
+	Requests *RequestCounter
 }
+
+// RequestCounter counts API requests by HTTP method and watch.
+type RequestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// Count returns the requests counted for each verb.
+func (c *RequestCounter) Count() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.n))
+	maps.Copy(out, c.n)
+	return out
+}
+
+func (c *RequestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		verb := r.Method
+		if r.URL.Query().Get("watch") == "true" {
+			verb = "WATCH"
+		}
+		c.mu.Lock()
+		if c.n == nil {
+			c.n = map[string]int{}
+		}
+		c.n[verb]++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Start runs the API server, the provider and the DNS server, and creates
 // namespace team-a and the "default" ClusterProviderConfig.
@@ -60,7 +102,11 @@ func Start(t testing.TB, o Options) *Env {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := provider.NewManager(api.Config, scheme, provider.ManagerOptions{SyncPeriod: time.Hour, MetricsAddress: "0", SkipNameValidation: true})
+	cfg := rest.CopyConfig(api.Config)
+	if o.Requests != nil {
+		cfg.WrapTransport = o.Requests.wrap
+	}
+	mgr, err := provider.NewManager(cfg, scheme, provider.ManagerOptions{SyncPeriod: time.Hour, MetricsAddress: "0", SkipNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}

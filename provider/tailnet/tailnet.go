@@ -1,0 +1,78 @@
+// Package tailnet calls the Tailscale API: it mints single-use,
+// pre-authorised, tagged auth keys for relay replicas and removes a
+// replica's device when the replica goes away.
+package tailnet
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	tsapi "tailscale.com/client/tailscale/v2"
+)
+
+// DefaultBaseURL is Tailscale's API.
+const DefaultBaseURL = "https://api.tailscale.com"
+
+// KeyExpiry is how long a minted key is valid: long enough for a pod to be
+// scheduled and pull its image, short enough that an unused key is soon
+// worthless.
+const KeyExpiry = time.Hour
+
+// API is what the provider needs from the Tailscale API.
+type API interface {
+	// CreateAuthKey mints a single-use, pre-authorised, non-ephemeral key.
+	CreateAuthKey(ctx context.Context, tags []string, description string) (id, key string, expires time.Time, err error)
+	// DeleteDevice removes a device; one already gone is success.
+	DeleteDevice(ctx context.Context, id string) error
+}
+
+// Client is the API over tailscale.com/client/tailscale/v2 with an OAuth
+// client's credentials.
+type Client struct{ c *tsapi.Client }
+
+// New returns a client for tailnet ("-" for the OAuth client's own) at
+// baseURL ("" for Tailscale's).
+func New(baseURL, tailnet, clientID, clientSecret string) (*Client, error) {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("Tailscale API base URL %q: %w", baseURL, err)
+	}
+	if tailnet == "" {
+		tailnet = "-"
+	}
+	return &Client{c: &tsapi.Client{
+		BaseURL:   u,
+		Tailnet:   tailnet,
+		UserAgent: "provider-peerrelay",
+		Auth:      &tsapi.OAuth{ClientID: clientID, ClientSecret: clientSecret, Scopes: []string{"auth_keys", "devices:core"}},
+	}}, nil
+}
+
+// CreateAuthKey mints a key for one relay replica.
+func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description string) (string, string, time.Time, error) {
+	var req tsapi.CreateKeyRequest
+	req.Capabilities.Devices.Create.Reusable = false
+	req.Capabilities.Devices.Create.Ephemeral = false
+	req.Capabilities.Devices.Create.Preauthorized = true
+	req.Capabilities.Devices.Create.Tags = tags
+	req.ExpirySeconds = int64(KeyExpiry / time.Second)
+	req.Description = description
+	k, err := c.c.Keys().CreateAuthKey(ctx, req)
+	if err != nil {
+		return "", "", time.Time{}, fmt.Errorf("cannot create an auth key: %w", err)
+	}
+	return k.ID, k.Key, k.Expires, nil
+}
+
+// DeleteDevice removes the device; a device already gone is success.
+func (c *Client) DeleteDevice(ctx context.Context, id string) error {
+	if err := c.c.Devices().Delete(ctx, id); err != nil && !tsapi.IsNotFound(err) {
+		return fmt.Errorf("cannot delete tailnet device %s: %w", id, err)
+	}
+	return nil
+}

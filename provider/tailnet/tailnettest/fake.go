@@ -1,0 +1,120 @@
+// Package tailnettest holds a contract fake of the Tailscale API.
+package tailnettest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// FakeAPI is a contract fake of the Tailscale API: it implements exactly the
+// calls the provider makes (OAuth token, create key, delete device) and
+// records every request so tests assert method, path, body and auth. The
+// real API cannot be reached from here.
+type FakeAPI struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	Calls    []Call
+	Devices  map[string]bool // existing device IDs
+	FailNext int             // answer the next N device deletions with 500
+	keys     int
+}
+
+// Call is one recorded request.
+type Call struct {
+	Method, Path, Auth string
+	Body               map[string]any
+}
+
+// StartFakeAPI starts the fake; the OAuth client is id/secret.
+func StartFakeAPI(t testing.TB) *FakeAPI {
+	f := &FakeAPI{Devices: map[string]bool{}}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	raw, _ := io.ReadAll(r.Body)
+	c := Call{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization")}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		_ = json.Unmarshal(raw, &c.Body)
+	} else if len(raw) > 0 {
+		c.Body = map[string]any{"form": string(raw)}
+	}
+	f.Calls = append(f.Calls, c)
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/oauth/token":
+		id, secret, ok := r.BasicAuth()
+		if !ok || id != "client-id" || secret != "client-secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"access_token":"tok-123","token_type":"Bearer","expires_in":3600}`))
+	case r.Header.Get("Authorization") != "Bearer tok-123":
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"message":"unauthorized"}`))
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/tailnet/-/keys":
+		f.keys++
+		id := "k" + string(rune('0'+f.keys))
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "key": "tskey-auth-" + id + "-CONTRACTSECRET",
+			"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		})
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/v2/device/"):
+		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
+		if f.FailNext > 0 {
+			f.FailNext--
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"message":"internal error"}`))
+			return
+		}
+		if !f.Devices[id] {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"not found"}`))
+			return
+		}
+		delete(f.Devices, id)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"message":"no such endpoint in the contract"}`))
+	}
+}
+
+// SetFailNext makes the next n device deletions answer 500.
+func (f *FakeAPI) SetFailNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.FailNext = n
+}
+
+// HasDevice reports whether the device exists.
+func (f *FakeAPI) HasDevice(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.Devices[id]
+}
+
+// AddDevice makes a device exist.
+func (f *FakeAPI) AddDevice(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Devices[id] = true
+}
+
+// Recorded returns the calls so far.
+func (f *FakeAPI) Recorded() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Call(nil), f.Calls...)
+}
