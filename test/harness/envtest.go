@@ -30,6 +30,9 @@ func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 		ControlPlaneStopTimeout:  defaultStopTimeout,
 		ControlPlaneStartTimeout: defaultStartTimeout,
 	}
+	// Room for thousands of Services (the scale benchmark); envtest's
+	// default range is a /24.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)
