@@ -131,12 +131,14 @@ fuzz:
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 EVENTS ?= 200x
+SCALE_RELAYS ?= 1000
 BENCH_OUT := $(CURDIR)/.cache/bench
 bench: tools build $(BIN)/function-patch-and-transform $(BIN)/benchstat
 	@mkdir -p $(BENCH_OUT)
 	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt
 	$(GO) test -run '^$$' -bench 'IngressToConfig' -benchtime $(EVENTS) -count 1 ./test/bench | tee $(BENCH_OUT)/provider.txt
+	SCALE_RELAYS=$(SCALE_RELAYS) $(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -count 1 -timeout 30m ./test/bench | tee $(BENCH_OUT)/scale.txt
 	$(BIN)/benchstat -filter '.name:RunFunction' $(BENCH_OUT)/fn.txt
 	$(BIN)/benchstat -filter '.name:GRPC' -col /fn $(BENCH_OUT)/fn.txt
 

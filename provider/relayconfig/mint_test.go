@@ -5,17 +5,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
+	"github.com/peerrelay/peerrelay/test/harness"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
@@ -26,7 +25,7 @@ import (
 // the RelayConfig go, retrying through API errors.
 func TestMintAndRemoveDevice(t *testing.T) {
 	api := tailnettest.StartFakeAPI(t)
-	logs := &syncBuffer{}
+	logs := &harness.SyncBuffer{}
 	e := startWith(t, providertest.Options{Log: logs, ProviderConfig: v1alpha1.ProviderConfigSpec{
 		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "team-a"}},
 	}})
@@ -92,17 +91,7 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	if msg := rc.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(msg, "n123") {
 		t.Errorf("Synced should name the device: %q", msg)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, &v1alpha1.RelayConfig{})
-		if kerrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RelayConfig not deleted after the API recovered (err %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e.waitGone(t, &v1alpha1.RelayConfig{}, "relay-0", "the RelayConfig, after the API recovered")
 	if api.HasDevice("n123") {
 		t.Error("the device was not removed from the tailnet")
 	}

@@ -4,24 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
-	"tailscale.com/tstest/integration"
-	"tailscale.com/tstest/integration/testcontrol"
 
-	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
-	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
 // clientConfig is a plain tailnet client's config: no relay.
@@ -44,33 +36,10 @@ func clientConfig(t *testing.T, controlURL, hostname string) string {
 func TestRelayCarriesTraffic(t *testing.T) {
 	bin := harness.Tool(t, "tailscaled")
 	ctx := context.Background()
-	derpMap := integration.RunDERPAndSTUN(t, t.Logf, "127.0.0.1")
-	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
-	controlSrv := httptest.NewServer(control)
-	t.Cleanup(controlSrv.Close)
-	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: controlSrv.URL}})
-
-	port := freeUDPPort(t)
-	keyDir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o600))
+	tn := startTailnet(t)
+	controlSrv, pe := tn.server, tn.provider
 	// The relay's "public" address is loopback here: the clients can reach it.
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: int32(port)}}},
-	}
-	must(t, pe.Client.Create(ctx, svc))
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "127.0.0.1"}}
-	must(t, pe.Client.Status().Update(ctx, svc))
-	must(t, pe.Client.Create(ctx, &v1alpha1.RelayConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
-		Spec: v1alpha1.RelayConfigSpec{
-			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
-			ForProvider: v1alpha1.RelayConfigParameters{
-				ServiceRef: &v1alpha1.LocalRef{Name: "relay-0"}, ConfigSecretName: "relay-0-config", Hostname: "relay-0", Port: int32(port),
-				AuthKeySecretRef: &v1alpha1.AuthKeyRef{Name: "tailscale-auth", MountPath: keyDir},
-			},
-		},
-	}))
+	port := tn.addRelay(t, "127.0.0.1")
 	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
 	relayEP := fmt.Sprintf("127.0.0.1:%d", port)
 	waitForConfig(t, pe, cfgFile, []string{relayEP})

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +31,56 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
+// tailnet is a control server with DERP and STUN on loopback, and the
+// provider running against an API server, configured to use that control
+// server.
+type tailnet struct {
+	control  *testcontrol.Server
+	server   *httptest.Server
+	provider *providertest.Env
+}
+
+func startTailnet(t *testing.T) *tailnet {
+	t.Helper()
+	derpMap := integration.RunDERPAndSTUN(t, t.Logf, "127.0.0.1")
+	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
+	srv := httptest.NewServer(control)
+	t.Cleanup(srv.Close)
+	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: srv.URL}})
+	return &tailnet{control: control, server: srv, provider: pe}
+}
+
+// addRelay creates Service relay-0 with ingressIP and RelayConfig relay-0
+// on a free UDP port, with the auth key as the pod would see it: a file
+// from the mounted Secret. It returns the port.
+func (tn *tailnet) addRelay(t *testing.T, ingressIP string) uint16 {
+	t.Helper()
+	ctx := context.Background()
+	pe := tn.provider
+	keyDir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o600))
+	port := freeUDPPort(t)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: int32(port)}}},
+	}
+	must(t, pe.Client.Create(ctx, svc))
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingressIP}}
+	must(t, pe.Client.Status().Update(ctx, svc))
+	must(t, pe.Client.Create(ctx, &v1alpha1.RelayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
+		Spec: v1alpha1.RelayConfigSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
+			ForProvider: v1alpha1.RelayConfigParameters{
+				ServiceRef: &v1alpha1.LocalRef{Name: "relay-0"}, ConfigSecretName: "relay-0-config",
+				Hostname: "relay-0", Port: int32(port),
+				AuthKeySecretRef: &v1alpha1.AuthKeyRef{Name: "tailscale-auth", Key: "authkey", Mode: v1alpha1.AuthKeyModeFile, MountPath: keyDir},
+			},
+		},
+	}))
+	return port
+}
+
 // freeUDPPort returns a UDP port free on the host now: the relay binds a
 // real port even in userspace networking.
 func freeUDPPort(t *testing.T) uint16 {
@@ -48,26 +96,7 @@ func freeUDPPort(t *testing.T) uint16 {
 type tailscaled struct {
 	cmd *exec.Cmd
 	lc  *local.Client
-	log *syncBuffer
-}
-
-// syncBuffer is a log buffer tailscaled's output goroutine and the test may
-// use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log *harness.SyncBuffer
 }
 
 // startTailscaled runs tailscaled in userspace networking with --config.
@@ -79,7 +108,7 @@ func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscal
 	cmd.Env = append(os.Environ(),
 		"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir,
 		"TS_ASSUME_NETWORK_UP_FOR_TEST=1", "TS_NETCHECK_GENERATE_204_URL="+controlURL+"/generate_204")
-	log := &syncBuffer{}
+	log := &harness.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -116,38 +145,10 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 	bin := harness.Tool(t, "tailscaled")
 	ctx := context.Background()
 
-	derpMap := integration.RunDERPAndSTUN(t, t.Logf, "127.0.0.1")
-	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
-	controlSrv := httptest.NewServer(control)
-	t.Cleanup(controlSrv.Close)
-
-	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: controlSrv.URL}})
-	c := pe.Client
-
-	// The auth key as the pod sees it: a file from the mounted Secret.
-	keyDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freeUDPPort(t)
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: int32(port)}}},
-	}
-	must(t, c.Create(ctx, svc))
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}
-	must(t, c.Status().Update(ctx, svc))
-	must(t, c.Create(ctx, &v1alpha1.RelayConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
-		Spec: v1alpha1.RelayConfigSpec{
-			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
-			ForProvider: v1alpha1.RelayConfigParameters{
-				ServiceRef: &v1alpha1.LocalRef{Name: "relay-0"}, ConfigSecretName: "relay-0-config",
-				Hostname: "relay-0", Port: int32(port),
-				AuthKeySecretRef: &v1alpha1.AuthKeyRef{Name: "tailscale-auth", Key: "authkey", Mode: v1alpha1.AuthKeyModeFile, MountPath: keyDir},
-			},
-		},
-	}))
+	tn := startTailnet(t)
+	control, controlSrv, pe, c := tn.control, tn.server, tn.provider, tn.provider.Client
+	port := tn.addRelay(t, "203.0.113.7")
+	svc := &corev1.Service{}
 
 	// What the kubelet does with the Secret volume: the key becomes a file.
 	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
