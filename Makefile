@@ -18,7 +18,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
-	$(BIN)/tailscaled $(BIN)/tailscale
+	$(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform
 
 .PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench clean
 
@@ -106,7 +106,7 @@ xpkg: $(BIN)/crank
 	$(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION).xpkg
 	$(BIN)/crank xpkg build --package-root=package/configuration --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
 
-render: build $(BIN)/crank
+render: build $(BIN)/crank $(BIN)/function-patch-and-transform
 	bash hack/render.sh
 
 lint:
@@ -133,7 +133,7 @@ BENCHCOUNT ?= 6
 EVENTS ?= 200x
 SCALE_RELAYS ?= 1000
 BENCH_OUT := $(CURDIR)/.cache/bench
-bench: tools build $(BIN)/function-patch-and-transform $(BIN)/benchstat
+bench: tools build $(BIN)/benchstat
 	@mkdir -p $(BENCH_OUT)
 	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt

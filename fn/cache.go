@@ -27,7 +27,7 @@ type cachedObject struct {
 }
 
 // compositionCache remembers compositions by everything they depend on: the
-// XR's name, namespace, claim labels and spec, and the Input. Crossplane
+// XR's name, namespace, claim labels and spec, the Input and the ProxyClass. Crossplane
 // calls the function on every reconcile of every XR, and a spec changes far
 // less often than that, so most calls skip building and converting objects.
 type compositionCache struct {
@@ -77,10 +77,16 @@ func cacheKey(req *fnv1.RunFunctionRequest) (k [sha256.Size]byte, ok bool) {
 	if err != nil {
 		return k, false
 	}
+	// The ProxyClass shapes the pods too.
+	c, err := opts.Marshal(req.GetRequiredResources()[requiredProxyClassKey])
+	if err != nil {
+		return k, false
+	}
 	h := sha256.New()
-	h.Write(a)
-	h.Write([]byte{0})
-	h.Write(b)
+	for _, part := range [][]byte{a, b, c} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
 	copy(k[:], h.Sum(nil))
 	return k, true
 }

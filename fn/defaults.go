@@ -53,9 +53,6 @@ func defaults(xrName, xrNamespace string, xrLabels map[string]string, spec v1alp
 	if in.Image != "" {
 		r.Image = in.Image
 	}
-	if spec.Pod != nil && spec.Pod.Image != "" {
-		r.Image = spec.Pod.Image
-	}
 	r.Hostname = r.Base
 	if spec.HostnamePrefix != "" {
 		r.Hostname = spec.HostnamePrefix

@@ -76,6 +76,10 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
+	requireProxyClass(rsp, r)
+	if r.ProxyClassMissing {
+		response.Warning(rsp, fmt.Errorf("ProxyClass %q named by spec.proxyClass does not exist: the relay pods use the defaults and spec.pod", r.Spec.ProxyClass)).TargetCompositeAndClaim()
+	}
 
 	var cond *response.ConditionOption
 	if sum.ready {
@@ -150,7 +154,20 @@ func resolve(req *fnv1.RunFunctionRequest) (*relay, error) {
 	if errs, awsOnly := validate(&spec); len(errs) > 0 {
 		return nil, specError{err: errs, aws: awsOnly}
 	}
-	return defaults(xr.Resource.GetName(), xr.Resource.GetNamespace(), xr.Resource.GetLabels(), spec, in)
+	r, err := defaults(xr.Resource.GetName(), xr.Resource.GetNamespace(), xr.Resource.GetLabels(), spec, in)
+	if err != nil {
+		return nil, err
+	}
+	pc, found, err := readProxyClass(req, spec.ProxyClass)
+	if err != nil {
+		return nil, err
+	}
+	r.ProxyClassMissing = !found
+	r.Pod = layerPod(pc, spec.Pod)
+	if r.Pod.Image != "" {
+		r.Image = r.Pod.Image
+	}
+	return r, nil
 }
 
 // specError marks errors in the user's spec, reported on the PeerRelay's

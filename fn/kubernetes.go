@@ -120,12 +120,9 @@ func authKeyMountPath() string { return relayv1alpha1.DefaultAuthKeyMountPath }
 func statefulSet(r *relay) *appsv1.StatefulSet {
 	replicas := int32(r.Replicas)
 	podLabels := map[string]string{}
-	var podAnnotations map[string]string
-	pod := r.Spec.Pod
-	if pod != nil {
-		maps.Copy(podLabels, pod.Labels)
-		podAnnotations = maps.Clone(pod.Annotations)
-	}
+	pod := r.Pod
+	maps.Copy(podLabels, pod.Labels)
+	podAnnotations := maps.Clone(pod.Annotations)
 	maps.Copy(podLabels, commonLabels(r)) // ours win: the selector depends on them
 
 	var volumes []corev1.Volume
@@ -187,18 +184,23 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 			corev1.ResourceMemory: resource.MustParse("32Mi"),
 		}},
 	}
-	spec := corev1.PodSpec{ServiceAccountName: r.Base, Volumes: volumes, Containers: []corev1.Container{c}}
-	if pod != nil {
-		if pod.Resources != nil {
-			spec.Containers[0].Resources = *pod.Resources
-		}
-		if pod.SecurityContext != nil {
-			spec.Containers[0].SecurityContext = pod.SecurityContext
-		}
-		spec.NodeSelector = pod.NodeSelector
-		spec.Tolerations = pod.Tolerations
-		spec.Affinity = pod.Affinity
-		spec.ImagePullSecrets = pod.ImagePullSecrets
+	spec := corev1.PodSpec{
+		ServiceAccountName:        r.Base,
+		Volumes:                   volumes,
+		Containers:                []corev1.Container{c},
+		NodeSelector:              pod.NodeSelector,
+		Tolerations:               pod.Tolerations,
+		Affinity:                  pod.Affinity,
+		ImagePullSecrets:          pod.ImagePullSecrets,
+		SecurityContext:           pod.PodSecurityContext,
+		TopologySpreadConstraints: pod.TopologySpreadConstraints,
+		PriorityClassName:         pod.PriorityClassName,
+	}
+	if pod.Resources != nil {
+		spec.Containers[0].Resources = *pod.Resources
+	}
+	if pod.SecurityContext != nil {
+		spec.Containers[0].SecurityContext = pod.SecurityContext
 	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},

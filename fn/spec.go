@@ -36,13 +36,18 @@ type relay struct {
 	// BaseReason says why Base differs from Name, or is empty.
 	BaseReason string
 
-	Spec     v1alpha1.PeerRelaySpec
-	Replicas int
-	Port     int32
-	Tags     []string
-	Image    string
-	Hostname string // prefix; replica i is Hostname-i
-	AuthKey  *v1alpha1.SecretKeyRef
+	Spec v1alpha1.PeerRelaySpec
+	// Pod is the ProxyClass (if any) with spec.pod layered on top.
+	Pod podSettings
+	// ProxyClassMissing is set when spec.proxyClass names a ProxyClass
+	// Crossplane looked up and did not find.
+	ProxyClassMissing bool
+	Replicas          int
+	Port              int32
+	Tags              []string
+	Image             string
+	Hostname          string // prefix; replica i is Hostname-i
+	AuthKey           *v1alpha1.SecretKeyRef
 
 	Cloud          fnv1alpha1.Cloud
 	ProviderConfig providerConfigRef

@@ -6,16 +6,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PEERRELAY_TOOLS_BIN:-$PWD/.cache/bin}
 PORT=${RENDER_PORT:-9443}
+PT_PORT=${RENDER_PT_PORT:-9444}
 
+# Our function, and function-patch-and-transform for the pipeline example
+# with a step before ours.
 "$BIN/function-peerrelay" --insecure --address "127.0.0.1:$PORT" >"$BIN/../function-render.log" 2>&1 &
 FN=$!
-trap 'kill $FN 2>/dev/null || true' EXIT
+"$BIN/function-patch-and-transform" --insecure --address "127.0.0.1:$PT_PORT" >"$BIN/../pt-render.log" 2>&1 &
+PT=$!
+trap 'kill $FN $PT 2>/dev/null || true' EXIT
 
 funcs=$(mktemp)
-sed "s/127.0.0.1:9443/127.0.0.1:$PORT/" examples/render/functions.yaml >"$funcs"
-for _ in $(seq 50); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-  sleep 0.1
+sed "s/127.0.0.1:9443/127.0.0.1:$PORT/; s/127.0.0.1:9444/127.0.0.1:$PT_PORT/" examples/render/functions.yaml >"$funcs"
+for port in "$PORT" "$PT_PORT"; do
+  for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+  done
 done
 
 render() { # title, xr, composition, extra flags
@@ -27,4 +34,5 @@ render "v2 PeerRelay, observed after the provider resolved endpoints" examples/p
   --observed-resources examples/render/observed.yaml --required-resources examples/render/pods.yaml
 render "legacy XPeerRelay behind a claim" examples/render/xr-legacy.yaml package/configuration/composition-legacy.yaml
 render "AWS Elastic IPs" examples/aws-eip.yaml package/configuration/composition-v2.yaml
+render "a pipeline with a step before ours" examples/peerrelay.yaml examples/render/composition-two-steps.yaml
 rm -f "$funcs"

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -45,6 +46,7 @@ var cases = []renderCase{
 		[]string{"--observed-resources", "examples/render/observed.yaml", "--required-resources", "examples/render/pods.yaml"}},
 	{"legacy", "examples/render/xr-legacy.yaml", "package/configuration/composition-legacy.yaml", nil},
 	{"aws-eip", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml", nil},
+	{"two-steps", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
 }
 
 // serveFunction serves function-peerrelay on a loopback port for crank.
@@ -61,6 +63,34 @@ func serveFunction(t *testing.T) string {
 	return lis.Addr().String()
 }
 
+// startBinary runs a function binary with --insecure on a free port and
+// returns its address.
+func startBinary(t *testing.T, bin string) string {
+	t.Helper()
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "--insecure", "--address", addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s", bin, addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func renderAll(t *testing.T, root string) map[string][]byte {
 	t.Helper()
 	crank := harness.Tool(t, "crank")
@@ -69,6 +99,9 @@ func renderAll(t *testing.T, root string) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// function-patch-and-transform runs the step before ours in two-steps.
+	pt := startBinary(t, harness.Tool(t, "function-patch-and-transform"))
+	funcs = bytes.ReplaceAll(funcs, []byte("127.0.0.1:9444"), []byte(pt))
 	fpath := filepath.Join(t.TempDir(), "functions.yaml")
 	if err := os.WriteFile(fpath, bytes.ReplaceAll(funcs, []byte("127.0.0.1:9443"), []byte(addr)), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,139 @@
+package fn
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+)
+
+// requiredProxyClassKey names the Tailscale operator ProxyClass requirement.
+const requiredProxyClassKey = "proxyclass"
+
+// proxyClass is the part of a Tailscale operator ProxyClass
+// (tailscale.com/v1alpha1) that shapes a relay pod. Declared here rather
+// than imported: the operator's API package would bring its whole
+// dependency tree into the function.
+type proxyClass struct {
+	Spec struct {
+		StatefulSet *struct {
+			Pod *struct {
+				Labels                    map[string]string                 `json:"labels,omitempty"`
+				Annotations               map[string]string                 `json:"annotations,omitempty"`
+				Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
+				SecurityContext           *corev1.PodSecurityContext        `json:"securityContext,omitempty"`
+				ImagePullSecrets          []corev1.LocalObjectReference     `json:"imagePullSecrets,omitempty"`
+				NodeSelector              map[string]string                 `json:"nodeSelector,omitempty"`
+				Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
+				TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+				PriorityClassName         string                            `json:"priorityClassName,omitempty"`
+				TailscaleContainer        *struct {
+					Image           string                      `json:"image,omitempty"`
+					Resources       corev1.ResourceRequirements `json:"resources,omitempty"`
+					SecurityContext *corev1.SecurityContext     `json:"securityContext,omitempty"`
+				} `json:"tailscaleContainer,omitempty"`
+			} `json:"pod,omitempty"`
+		} `json:"statefulSet,omitempty"`
+	} `json:"spec"`
+}
+
+// podSettings is what shapes the relay pods once the ProxyClass and the
+// PeerRelay's spec.pod are layered: spec.pod wins field by field.
+type podSettings struct {
+	v1alpha1.PodSpec
+	PodSecurityContext        *corev1.PodSecurityContext
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint
+	PriorityClassName         string
+}
+
+// requireProxyClass asks Crossplane for the ProxyClass spec.proxyClass names.
+func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if r.Spec.ProxyClass == "" {
+		return
+	}
+	rsp.Requirements.Resources[requiredProxyClassKey] = &fnv1.ResourceSelector{
+		ApiVersion: "tailscale.com/v1alpha1",
+		Kind:       "ProxyClass",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Spec.ProxyClass},
+	}
+}
+
+// readProxyClass returns the named ProxyClass when Crossplane supplied it;
+// found is false when it was looked up and does not exist.
+func readProxyClass(req *fnv1.RunFunctionRequest, name string) (pc *proxyClass, found bool, err error) {
+	if name == "" {
+		return nil, true, nil
+	}
+	items, ok, err := request.GetRequiredResource(req, requiredProxyClassKey)
+	if err != nil || !ok {
+		return nil, true, err // not looked up yet
+	}
+	if len(items) == 0 {
+		return nil, false, nil
+	}
+	b, err := json.Marshal(items[0].Resource.Object)
+	if err != nil {
+		return nil, true, err
+	}
+	pc = &proxyClass{}
+	if err := json.Unmarshal(b, pc); err != nil {
+		return nil, true, fmt.Errorf("ProxyClass %s named by spec.proxyClass: %w", name, err)
+	}
+	return pc, true, nil
+}
+
+// layerPod applies the ProxyClass, then spec.pod on top.
+func layerPod(pc *proxyClass, spec *v1alpha1.PodSpec) podSettings {
+	var s podSettings
+	if pc != nil && pc.Spec.StatefulSet != nil && pc.Spec.StatefulSet.Pod != nil {
+		p := pc.Spec.StatefulSet.Pod
+		s.Labels, s.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
+		s.Affinity, s.NodeSelector, s.Tolerations, s.ImagePullSecrets = p.Affinity, p.NodeSelector, p.Tolerations, p.ImagePullSecrets
+		s.PodSecurityContext, s.TopologySpreadConstraints, s.PriorityClassName = p.SecurityContext, p.TopologySpreadConstraints, p.PriorityClassName
+		if c := p.TailscaleContainer; c != nil {
+			s.Image, s.SecurityContext = c.Image, c.SecurityContext
+			if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+				res := c.Resources
+				s.Resources = &res
+			}
+		}
+	}
+	if spec == nil {
+		return s
+	}
+	if s.Labels == nil && len(spec.Labels) > 0 {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, spec.Labels)
+	if s.Annotations == nil && len(spec.Annotations) > 0 {
+		s.Annotations = map[string]string{}
+	}
+	maps.Copy(s.Annotations, spec.Annotations)
+	if spec.Image != "" {
+		s.Image = spec.Image
+	}
+	if spec.NodeSelector != nil {
+		s.NodeSelector = spec.NodeSelector
+	}
+	if spec.Tolerations != nil {
+		s.Tolerations = spec.Tolerations
+	}
+	if spec.Affinity != nil {
+		s.Affinity = spec.Affinity
+	}
+	if spec.Resources != nil {
+		s.Resources = spec.Resources
+	}
+	if spec.ImagePullSecrets != nil {
+		s.ImagePullSecrets = spec.ImagePullSecrets
+	}
+	if spec.SecurityContext != nil {
+		s.SecurityContext = spec.SecurityContext
+	}
+	return s
+}

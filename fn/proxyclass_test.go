@@ -1,0 +1,97 @@
+package fn
+
+import (
+	"strings"
+	"testing"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRunFunctionProxyClass(t *testing.T) {
+	pc := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, `
+apiVersion: tailscale.com/v1alpha1
+kind: ProxyClass
+metadata: {name: relays}
+spec:
+  statefulSet:
+    pod:
+      labels: {team: net, app.kubernetes.io/name: not-ours}
+      nodeSelector: {node-role: edge}
+      priorityClassName: system-cluster-critical
+      tailscaleContainer:
+        image: registry.example/tailscale:v1.102.5
+        resources: {requests: {cpu: 50m}}
+`)}}}
+	cases := map[string]struct {
+		reason    string
+		spec      string
+		required  map[string]*fnv1.Resources
+		wantImage string
+		wantNode  map[string]any
+		wantLabel map[string]any
+		wantWarn  string
+	}{
+		"NotLookedUpYet": {
+			reason:    "Before Crossplane supplies the ProxyClass, the defaults apply.",
+			spec:      "proxyClass: relays",
+			wantImage: "tailscale/tailscale:v1.102.5",
+		},
+		"Applied": {
+			reason:    "The ProxyClass's pod settings reach the StatefulSet; our selector labels still win.",
+			spec:      "proxyClass: relays",
+			required:  map[string]*fnv1.Resources{requiredProxyClassKey: pc},
+			wantImage: "registry.example/tailscale:v1.102.5",
+			wantNode:  map[string]any{"node-role": "edge"},
+			wantLabel: map[string]any{"team": "net", "app.kubernetes.io/name": "peerrelay"},
+		},
+		"SpecPodWins": {
+			reason:    "spec.pod overrides the ProxyClass field by field.",
+			spec:      "proxyClass: relays\npod: {image: mirror.example/tailscale:v1.102.5, nodeSelector: {zone: a}}",
+			required:  map[string]*fnv1.Resources{requiredProxyClassKey: pc},
+			wantImage: "mirror.example/tailscale:v1.102.5",
+			wantNode:  map[string]any{"zone": "a"},
+		},
+		"Missing": {
+			reason:    "A ProxyClass that does not exist is a warning, not a failure.",
+			spec:      "proxyClass: nope",
+			required:  map[string]*fnv1.Resources{requiredProxyClassKey: {}},
+			wantImage: "tailscale/tailscale:v1.102.5",
+			wantWarn:  `ProxyClass "nope" named by spec.proxyClass does not exist`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec)}, RequiredResources: tc.required})
+			sel := rsp.GetRequirements().GetResources()[requiredProxyClassKey]
+			if sel.GetKind() != "ProxyClass" || sel.GetApiVersion() != "tailscale.com/v1alpha1" {
+				t.Errorf("%s\nwant a ProxyClass requirement, got %v", tc.reason, sel)
+			}
+			sts := rsp.GetDesired().GetResources()["statefulset"].GetResource()
+			pod := field(t, sts, "spec", "template", "spec").(map[string]any)
+			if img := pod["containers"].([]any)[0].(map[string]any)["image"]; img != tc.wantImage {
+				t.Errorf("%s\nimage: want %s, got %v", tc.reason, tc.wantImage, img)
+			}
+			if tc.wantNode != nil {
+				if diff := cmp.Diff(tc.wantNode, pod["nodeSelector"]); diff != "" {
+					t.Errorf("%s\nnodeSelector -want +got:\n%s", tc.reason, diff)
+				}
+			}
+			labels, _ := field(t, sts, "spec", "template", "metadata", "labels").(map[string]any)
+			for k, v := range tc.wantLabel {
+				if labels[k] != v {
+					t.Errorf("%s\nlabel %s: want %v, got %v", tc.reason, k, v, labels[k])
+				}
+			}
+			var warn string
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_WARNING {
+					warn = r.GetMessage()
+				}
+			}
+			if !strings.Contains(warn, tc.wantWarn) || (tc.wantWarn == "" && warn != "") {
+				t.Errorf("%s\nwarning: want %q, got %q", tc.reason, tc.wantWarn, warn)
+			}
+		})
+	}
+}
