@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,10 +55,22 @@ type Options struct {
 	Requests *RequestCounter
 }
 
-// RequestCounter counts API requests by HTTP method and watch.
+// RequestCounter counts API requests by HTTP method and watch, and records
+// every (API group, resource, RBAC verb) the provider used.
 type RequestCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	used map[Access]bool
+}
+
+// Access is one RBAC permission a request needed.
+type Access struct{ Group, Resource, Verb string }
+
+// Used returns every permission the provider's requests needed.
+func (c *RequestCounter) Used() map[Access]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.used)
 }
 
 // Count returns the requests counted for each verb.
@@ -75,14 +88,56 @@ func (c *RequestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if r.URL.Query().Get("watch") == "true" {
 			verb = "WATCH"
 		}
+		a, ok := access(r)
 		c.mu.Lock()
 		if c.n == nil {
-			c.n = map[string]int{}
+			c.n, c.used = map[string]int{}, map[Access]bool{}
 		}
 		c.n[verb]++
+		if ok {
+			c.used[a] = true
+		}
 		c.mu.Unlock()
 		return rt.RoundTrip(r)
 	})
+}
+
+// access maps a request to the RBAC permission it needs:
+// /api/v1/namespaces/NS/RESOURCE[/NAME[/SUB]] and
+// /apis/GROUP/VERSION/namespaces/NS/RESOURCE[...], or their cluster forms.
+func access(r *http.Request) (Access, bool) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var group string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return Access{}, false
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	if len(parts) == 0 {
+		return Access{}, false
+	}
+	resource, named := parts[0], len(parts) >= 2
+	if len(parts) >= 3 {
+		resource += "/" + parts[2]
+	}
+	verb := map[string]string{http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[r.Method]
+	if r.Method == http.MethodGet {
+		switch {
+		case r.URL.Query().Get("watch") == "true":
+			verb = "watch"
+		case named:
+			verb = "get"
+		default:
+			verb = "list"
+		}
+	}
+	return Access{Group: group, Resource: resource, Verb: verb}, verb != ""
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

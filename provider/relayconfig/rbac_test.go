@@ -1,0 +1,116 @@
+package relayconfig_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
+	"github.com/peerrelay/peerrelay/provider/tsconfig"
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
+)
+
+// TestProviderRBACIsExact diffs the ClusterRole we ship in
+// package/rbac/provider.yaml against the requests the provider really makes
+// while it resolves, writes, mints, restores and deletes: every call must be
+// granted, and for Services and Secrets every granted verb must be used.
+func TestProviderRBACIsExact(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := grantedByManifest(t, filepath.Join(root, "package/rbac/provider.yaml"))
+
+	reqs := &providertest.RequestCounter{}
+	api := tailnettest.StartFakeAPI(t)
+	e := startWith(t, providertest.Options{Requests: reqs, ProviderConfig: v1alpha1.ProviderConfigSpec{
+		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "team-a"}},
+	}})
+	ctx := context.Background()
+	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
+		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
+	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-auth"}, Data: map[string][]byte{"authkey": []byte("tskey-auth-x")}}))
+
+	// A replica with an Inline key, one with a minted key.
+	e.service(t, "r-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
+	e.relayConfig(t, "r-0", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline })
+	e.service(t, "r-1", corev1.LoadBalancerIngress{IP: "203.0.113.6"})
+	e.relayConfig(t, "r-1", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil })
+	e.waitFor(t, "r-1", "a minted key", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID != "" })
+	e.config(t, "r-0-config", "the endpoint", endpointsAre("203.0.113.5:41641"))
+	// A hand edit is put right (update); deletion removes the config (delete).
+	s := &corev1.Secret{}
+	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "r-0-config"}, s))
+	s.Data[tsconfig.FileName] = []byte(`{}`)
+	must(t, e.c.Update(ctx, s))
+	e.config(t, "r-0-config", "the restored endpoint", endpointsAre("203.0.113.5:41641"))
+	must(t, e.c.Delete(ctx, e.get(t, "r-0")))
+	e.waitGone(t, &corev1.Secret{}, "r-0-config", "the config Secret")
+
+	used := reqs.Used()
+	var missing, unused []string
+	for a := range used {
+		if a.Group != "" || !slices.Contains([]string{"services", "secrets", "events"}, a.Resource) {
+			continue // the provider's own CRDs and leases: Crossplane grants those
+		}
+		if !granted[a] {
+			missing = append(missing, a.Resource+":"+a.Verb)
+		}
+	}
+	for a := range granted {
+		// client-go's informers start with a streaming watch and fall back
+		// to a list where the API server cannot stream: list goes with watch.
+		impliedByWatch := a.Verb == "list" && used[providertest.Access{Group: a.Group, Resource: a.Resource, Verb: "watch"}]
+		if a.Resource != "events" && !used[a] && !impliedByWatch {
+			unused = append(unused, a.Resource+":"+a.Verb)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(unused)
+	if len(missing) > 0 {
+		t.Errorf("the provider makes calls package/rbac/provider.yaml does not grant: %v", missing)
+	}
+	if len(unused) > 0 {
+		t.Errorf("package/rbac/provider.yaml grants verbs the provider never uses (least privilege): %v", unused)
+	}
+}
+
+func grantedByManifest(t *testing.T, path string) map[providertest.Access]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[providertest.Access]bool{}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var cr rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &cr); err != nil || cr.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range cr.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						out[providertest.Access{Group: g, Resource: res, Verb: v}] = true
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no ClusterRole rules in %s", path)
+	}
+	return out
+}
