@@ -240,7 +240,18 @@ func TestRelayConfigLifecycle(t *testing.T) {
 	must(t, e.c.Update(ctx, s))
 	e.config(t, "relay-0-config", "the config restored after a hand edit", endpointsAre("198.51.100.1:41641", "198.51.100.9:41641"))
 
-	// 7. Deleting the RelayConfig deletes its config Secret.
+	// 7. The ingress disappears (the load balancer is being replaced): the
+	// relay keeps advertising the last good endpoints and says it waits.
+	e.service(t, "relay-0")
+	rc = e.waitFor(t, "relay-0", "AwaitingAddress", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition("EndpointsResolved").Reason == "AwaitingAddress"
+	})
+	if !strings.Contains(rc.GetCondition("EndpointsResolved").Message, "last good") {
+		t.Errorf("EndpointsResolved should say the last good endpoints stay: %+v", rc.GetCondition("EndpointsResolved"))
+	}
+	e.config(t, "relay-0-config", "the last good endpoints with no ingress", endpointsAre("198.51.100.1:41641", "198.51.100.9:41641"))
+
+	// 8. Deleting the RelayConfig deletes its config Secret.
 	must(t, e.c.Delete(ctx, e.get(t, "relay-0")))
 	e.waitGone(t, &corev1.Secret{}, "relay-0-config", "the config Secret, after the RelayConfig was deleted")
 }

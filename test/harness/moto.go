@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,7 +22,12 @@ const (
 type Moto struct {
 	// Endpoint is the base URL to give aws-sdk-go-v2 as BaseEndpoint.
 	Endpoint string
+
+	stop func()
 }
+
+// Stop ends moto_server now (a fault test's AWS outage).
+func (m *Moto) Stop() { m.stop() }
 
 // StartMoto starts moto_server on a free loopback port and stops it when the
 // test ends.
@@ -47,12 +53,16 @@ func StartMoto(t testing.TB) *Moto {
 		cancel()
 		t.Fatalf("cannot start moto_server: %v", err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		_ = logf.Close()
-	})
-	m := &Moto{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			_ = cmd.Wait()
+			_ = logf.Close()
+		})
+	}
+	t.Cleanup(stop)
+	m := &Moto{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), stop: stop}
 	deadline := time.Now().Add(defaultStartTimeout)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(m.Endpoint + "/moto-api/")

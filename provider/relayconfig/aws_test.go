@@ -1,0 +1,77 @@
+package relayconfig_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
+)
+
+// TestAWSResolutionAndOutage: a RelayConfig in AWS mode resolves an NLB
+// that moto created, with credentials from a Secret; moto reports no
+// per-zone addresses, so the provider falls back to DNS. Then AWS goes
+// away: the lookup fails, the last good endpoints stay in the config, and
+// Synced says why.
+func TestAWSResolutionAndOutage(t *testing.T) {
+	m := harness.StartMoto(t)
+	ctx := context.Background()
+	creds := credentials.NewStaticCredentialsProvider("testing", "testing", "")
+	e2 := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
+	lbs := elbv2.New(elbv2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
+	vpc, err := e2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
+	must(t, err)
+	var mappings []elbtypes.SubnetMapping
+	for i, az := range []string{"us-east-1a", "us-east-1b"} {
+		sn, err := e2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String([]string{"10.0.1.0/24", "10.0.2.0/24"}[i]), AvailabilityZone: aws.String(az)})
+		must(t, err)
+		eip, err := e2.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
+		must(t, err)
+		mappings = append(mappings, elbtypes.SubnetMapping{SubnetId: sn.Subnet.SubnetId, AllocationId: eip.AllocationId})
+	}
+	lb, err := lbs.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
+		Name: aws.String("relay-0"), Type: elbtypes.LoadBalancerTypeEnumNetwork,
+		Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing, SubnetMappings: mappings,
+	})
+	must(t, err)
+	host := *lb.LoadBalancers[0].DNSName
+
+	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
+		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},
+	}})
+	e.dns.Set(host, "198.51.100.21", "198.51.100.20")
+	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "aws"},
+		Data: map[string][]byte{"aws_access_key_id": []byte("testing"), "aws_secret_access_key": []byte("testing")}}))
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{Hostname: host})
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.Resolution = v1alpha1.ResolutionAWS
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{LoadBalancerName: "relay-0"}
+	})
+	e.config(t, "relay-0-config", "the NLB's addresses", endpointsAre("198.51.100.20:41641", "198.51.100.21:41641"))
+	e.waitFor(t, "relay-0", "Ready", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	})
+
+	// AWS outage: the API refuses connections.
+	m.Stop()
+	e.dns.Set(host, "203.0.113.99") // DNS would say otherwise, but AWS mode must not guess
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{Hostname: host}, corev1.LoadBalancerIngress{Hostname: host})
+	rc := e.waitFor(t, "relay-0", "Synced=False during the outage", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
+	})
+	if c := rc.GetCondition("EndpointsResolved"); c.Reason != "ResolveFailed" {
+		t.Errorf("EndpointsResolved: want ResolveFailed, got %+v", c)
+	}
+	e.config(t, "relay-0-config", "the last good endpoints during the outage", endpointsAre("198.51.100.20:41641", "198.51.100.21:41641"))
+}
