@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +59,10 @@ func (tn *tailnet) addRelay(t *testing.T, ingressIP string) uint16 {
 	ctx := context.Background()
 	pe := tn.provider
 	keyDir := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o600))
+	// Readable by the unprivileged user of TestTailscaledRunsAsNonRoot, as
+	// a Secret volume is by the pod's user.
+	must(t, os.Chmod(keyDir, 0o755))
+	must(t, os.WriteFile(filepath.Join(keyDir, "authkey"), []byte("tskey-auth-test"), 0o644))
 	port := freeUDPPort(t)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "relay-0", Namespace: pe.NS},
@@ -102,9 +106,23 @@ type tailscaled struct {
 // startTailscaled runs tailscaled in userspace networking with --config.
 func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscaled {
 	t.Helper()
+	return startTailscaledAs(t, bin, controlURL, configFile, nil)
+}
+
+// startTailscaledAs runs tailscaled as the given user (nil: this one).
+func startTailscaledAs(t *testing.T, bin, controlURL, configFile string, user *syscall.Credential) *tailscaled {
+	t.Helper()
 	dir := t.TempDir()
+	if user != nil {
+		// The state folder must be the user's, as an emptyDir is the pod's.
+		must(t, os.Chown(dir, int(user.Uid), int(user.Gid)))
+		must(t, os.Chmod(filepath.Dir(dir), 0o755))
+	}
 	sock := filepath.Join(dir, "ts.sock")
 	cmd := exec.Command(bin, "--tun=userspace-networking", "--statedir="+dir, "--socket="+sock, "--port=0", "--config="+configFile)
+	if user != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user}
+	}
 	cmd.Env = append(os.Environ(),
 		"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir,
 		"TS_ASSUME_NETWORK_UP_FOR_TEST=1", "TS_NETCHECK_GENERATE_204_URL="+controlURL+"/generate_204")
