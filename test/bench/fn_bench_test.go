@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -79,8 +80,28 @@ func BenchmarkRunFunction(b *testing.B) {
 	}
 }
 
+// server is a function process and a connection to it.
+type server struct {
+	conn *grpc.ClientConn
+	pid  int
+}
+
+// cpu returns the CPU time the process has used so far, from /proc: what a
+// platform pays for the function, whatever the transport costs the caller.
+func (s server) cpu(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
 // startFunction runs a function binary with --insecure on a free port.
-func startFunction(b testing.TB, bin string) *grpc.ClientConn {
+func startFunction(b testing.TB, bin string) server {
 	b.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
@@ -110,7 +131,7 @@ func startFunction(b testing.TB, bin string) *grpc.ClientConn {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = conn.Close() })
-	return conn
+	return server{conn: conn, pid: cmd.Process.Pid}
 }
 
 // patchAndTransformRequest builds the request that makes
@@ -159,8 +180,10 @@ func patchAndTransformRequest(b testing.TB, ours *fnv1.RunFunctionResponse, req 
 // gRPC on loopback, each as its own process, for the same objects
 // (replicas=3). The peer's output is checked equal to ours first.
 func BenchmarkGRPC(b *testing.B) {
-	ours := fnv1.NewFunctionRunnerServiceClient(startFunction(b, harness.Tool(b, "function-peerrelay")))
-	peer := fnv1beta1.NewFunctionRunnerServiceClient(startFunction(b, harness.Tool(b, "function-patch-and-transform")))
+	oursSrv := startFunction(b, harness.Tool(b, "function-peerrelay"))
+	peerSrv := startFunction(b, harness.Tool(b, "function-patch-and-transform"))
+	ours := fnv1.NewFunctionRunnerServiceClient(oursSrv.conn)
+	peer := fnv1beta1.NewFunctionRunnerServiceClient(peerSrv.conn)
 	ctx := context.Background()
 
 	for _, n := range []int{3, 10} {
@@ -188,21 +211,27 @@ func BenchmarkGRPC(b *testing.B) {
 				b.Fatalf("the peer's %s differs from ours (-ours +peer):\n%s", key, diff)
 			}
 		}
+		// ns/op is the caller's wall time, transport included; server-cpu-ns/op
+		// is the function process's own CPU per call.
 		b.Run(fmt.Sprintf("fn=peerrelay/replicas=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
+			before := oursSrv.cpu(b)
 			for b.Loop() {
 				if _, err := ours.RunFunction(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(oursSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
 		})
 		b.Run(fmt.Sprintf("fn=patch-and-transform/replicas=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
+			before := peerSrv.cpu(b)
 			for b.Loop() {
 				if _, err := peer.RunFunction(ctx, preq); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(peerSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
 		})
 	}
 }
