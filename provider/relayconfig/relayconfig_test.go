@@ -318,3 +318,19 @@ func TestStaticAndInlineKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIServerRestart: the API server goes away under the running provider
+// and comes back; the provider reconnects and a later ingress change still
+// reaches the config at once.
+func TestAPIServerRestart(t *testing.T) {
+	pe := providertest.Start(t, providertest.Options{})
+	e := &env{c: pe.Client, dns: pe.DNS, ns: pe.NS}
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
+	e.relayConfig(t, "relay-0", nil)
+	e.config(t, "relay-0-config", "the first address", endpointsAre("203.0.113.5:41641"))
+
+	pe.API.RestartAPIServer(t, 3*time.Second)
+
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.6"})
+	e.config(t, "relay-0-config", "the address set after the restart", endpointsAre("203.0.113.6:41641"))
+}

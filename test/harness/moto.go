@@ -15,7 +15,7 @@ import (
 
 const (
 	defaultStartTimeout = 60 * time.Second
-	defaultStopTimeout  = 20 * time.Second
+	defaultStopTimeout  = 60 * time.Second
 )
 
 // Moto is a running moto_server.
