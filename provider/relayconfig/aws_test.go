@@ -2,6 +2,8 @@ package relayconfig_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -47,8 +50,9 @@ func TestAWSResolutionAndOutage(t *testing.T) {
 	must(t, err)
 	host := *lb.LoadBalancers[0].DNSName
 
+	faults := harness.StartFaultProxy(t, m.Endpoint)
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
-		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},
+		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: faults.URL},
 	}})
 	e.dns.Set(host, "198.51.100.21", "198.51.100.20")
 	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "aws"},
@@ -63,15 +67,54 @@ func TestAWSResolutionAndOutage(t *testing.T) {
 		return rc.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 	})
 
-	// AWS outage: the API refuses connections.
-	m.Stop()
-	e.dns.Set(host, "203.0.113.99") // DNS would say otherwise, but AWS mode must not guess
-	e.service(t, "relay-0", corev1.LoadBalancerIngress{Hostname: host}, corev1.LoadBalancerIngress{Hostname: host})
-	rc := e.waitFor(t, "relay-0", "Synced=False during the outage", func(rc *v1alpha1.RelayConfig) bool {
-		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
-	})
-	if c := rc.GetCondition("EndpointsResolved"); c.Reason != "ResolveFailed" {
-		t.Errorf("EndpointsResolved: want ResolveFailed, got %+v", c)
+	// AWS throttles, then answers 500, then goes away altogether: each time
+	// the last good endpoints stay and Synced says why.
+	for _, fault := range []struct {
+		name  string
+		apply func()
+		want  string
+	}{
+		// The SDK retries throttling and 5xx with backoff until the
+		// resolve timeout (500 ms here) runs out.
+		{"throttling", func() { faults.Fail(http.StatusServiceUnavailable) }, "DescribeLoadBalancers"},
+		{"5xx", func() { faults.Fail(http.StatusInternalServerError) }, "DescribeLoadBalancers"},
+		{"outage", func() { faults.Fail(0); m.Stop() }, "DescribeLoadBalancers"},
+	} {
+		failedBefore := faults.Failed()
+		fault.apply()
+		touch(t, e, "relay-0", fault.name)
+		rc := e.waitFor(t, "relay-0", "Synced=False naming "+fault.want, func(rc *v1alpha1.RelayConfig) bool {
+			c := rc.GetCondition(xpv2.TypeSynced)
+			return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, fault.want)
+		})
+		if c := rc.GetCondition("EndpointsResolved"); c.Reason != "ResolveFailed" {
+			t.Errorf("%s: EndpointsResolved: want ResolveFailed, got %+v", fault.name, c)
+		}
+		e.config(t, "relay-0-config", "the last good endpoints during "+fault.name, endpointsAre("198.51.100.20:41641", "198.51.100.21:41641"))
+		if fault.name == "outage" {
+			break
+		}
+		if faults.Failed() == failedBefore {
+			t.Errorf("%s: no request met the injected fault", fault.name)
+		}
+		// AWS recovers before the next fault: Synced comes back.
+		faults.Fail(0)
+		touch(t, e, "relay-0", fault.name+"-recovered")
+		e.waitFor(t, "relay-0", "Synced=True after "+fault.name, func(rc *v1alpha1.RelayConfig) bool {
+			return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
+		})
 	}
-	e.config(t, "relay-0-config", "the last good endpoints during the outage", endpointsAre("198.51.100.20:41641", "198.51.100.21:41641"))
+	if faults.Failed() == 0 {
+		t.Error("no request met an injected fault; the test proved nothing")
+	}
+}
+
+// touch changes a Service annotation, as a cloud controller's sync does,
+// so the provider looks again at once.
+func touch(t *testing.T, e *env, name, value string) {
+	t.Helper()
+	svc := &corev1.Service{}
+	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, svc))
+	svc.Annotations = map[string]string{"touched": value}
+	must(t, e.c.Update(context.Background(), svc))
 }

@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// FaultProxy stands in front of a real server (moto) and, while told to,
+// answers every request with an AWS-style error instead: 503 throttling or
+// 500. It injects faults moto cannot produce by itself; the answers it does
+// pass through are moto's own.
+type FaultProxy struct {
+	URL string
+
+	mu     sync.Mutex
+	status int // 0: pass through
+	failed int
+}
+
+// StartFaultProxy proxies to target until the test ends.
+func StartFaultProxy(t testing.TB, target string) *FaultProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p := &FaultProxy{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		status := p.status
+		if status != 0 {
+			p.failed++
+		}
+		p.mu.Unlock()
+		if status == 0 {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		code := "InternalFailure"
+		if status == http.StatusServiceUnavailable {
+			code = "Throttling"
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`<ErrorResponse><Error><Type>Receiver</Type><Code>` + code + `</Code><Message>injected by the test</Message></Error><RequestId>fault</RequestId></ErrorResponse>`))
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// Fail makes every request answer status (503: throttling; 500: internal
+// error); 0 passes requests through again.
+func (p *FaultProxy) Fail(status int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status = status
+}
+
+// Failed counts the requests answered with an injected fault.
+func (p *FaultProxy) Failed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
+}
