@@ -20,7 +20,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
 	$(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform
 
-.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench clean
+.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean
 
 all: build
 
@@ -64,6 +64,14 @@ $(BIN)/function-patch-and-transform: test/tools/patch-and-transform/go.mod test/
 $(BIN)/benchstat: test/tools/benchstat/go.mod test/tools/benchstat/go.sum
 	@mkdir -p $(BIN)
 	cd test/tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
+
+$(BIN)/govulncheck: test/tools/govulncheck/go.mod test/tools/govulncheck/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/govulncheck && $(GO) build -o $@ golang.org/x/vuln/cmd/govulncheck
+
+$(BIN)/indexdb: test/tools/vulndb/go.mod test/tools/vulndb/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/vulndb && $(GO) build -o $@ golang.org/x/vulndb/cmd/indexdb
 
 # ---- product ---------------------------------------------------------------
 build:
@@ -141,6 +149,10 @@ bench: tools build $(BIN)/benchstat
 	SCALE_RELAYS=$(SCALE_RELAYS) $(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -count 1 -timeout 30m ./test/bench | tee $(BENCH_OUT)/scale.txt
 	$(BIN)/benchstat -filter '.name:RunFunction' $(BENCH_OUT)/fn.txt
 	$(BIN)/benchstat -filter '.name:GRPC' -col /fn $(BENCH_OUT)/fn.txt
+
+# govulncheck with the vulnerability database from the module proxy.
+vulncheck: $(BIN)/govulncheck $(BIN)/indexdb
+	bash hack/vulncheck.sh
 
 clean:
 	rm -rf .cache
