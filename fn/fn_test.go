@@ -414,3 +414,34 @@ spec: {}`)},
 		})
 	}
 }
+
+// TestStateSecretsSurviveSpecChanges: a replica's state Secret (its device
+// identity) stays composed, unchanged, through any spec change while the
+// replica exists; only scaling below it lets it go.
+func TestStateSecretsSurviveSpecChanges(t *testing.T) {
+	before := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3\nport: 41641")}})
+	for name, spec := range map[string]string{
+		"port":      "replicas: 3\nport: 7000",
+		"tags":      "replicas: 3\ntags: [tag:other]",
+		"pod":       "replicas: 3\npod: {image: example/tailscale:v1.102.5}",
+		"scaledown": "replicas: 2",
+	} {
+		after := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec)}})
+		for i := range 3 {
+			key := stateKey(i)
+			got, kept := after.GetDesired().GetResources()[key]
+			if name == "scaledown" && i == 2 {
+				if kept {
+					t.Errorf("%s: %s should go with its replica", name, key)
+				}
+				continue
+			}
+			if !kept {
+				t.Fatalf("%s: %s was dropped: the device identity would be lost", name, key)
+			}
+			if diff := cmp.Diff(before.GetDesired().GetResources()[key].GetResource(), got.GetResource(), protocmp.Transform()); diff != "" {
+				t.Errorf("%s: %s changed (-before +after):\n%s", name, key, diff)
+			}
+		}
+	}
+}
