@@ -6,12 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,25 +24,7 @@ import (
 func TestAWSResolutionAndOutage(t *testing.T) {
 	m := harness.StartMoto(t)
 	ctx := context.Background()
-	creds := credentials.NewStaticCredentialsProvider("testing", "testing", "")
-	e2 := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
-	lbs := elbv2.New(elbv2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
-	vpc, err := e2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
-	must(t, err)
-	var mappings []elbtypes.SubnetMapping
-	for i, az := range []string{"us-east-1a", "us-east-1b"} {
-		sn, err := e2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String([]string{"10.0.1.0/24", "10.0.2.0/24"}[i]), AvailabilityZone: aws.String(az)})
-		must(t, err)
-		eip, err := e2.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-		must(t, err)
-		mappings = append(mappings, elbtypes.SubnetMapping{SubnetId: sn.Subnet.SubnetId, AllocationId: eip.AllocationId})
-	}
-	lb, err := lbs.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
-		Name: aws.String("relay-0"), Type: elbtypes.LoadBalancerTypeEnumNetwork,
-		Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing, SubnetMappings: mappings,
-	})
-	must(t, err)
-	host := *lb.LoadBalancers[0].DNSName
+	host := m.CreateNLB(t, "relay-0")
 
 	faults := harness.StartFaultProxy(t, m.Endpoint)
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{

@@ -11,9 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -102,34 +100,8 @@ func TestAWSAddressesFromResponseShape(t *testing.T) {
 func TestAWSAgainstMoto(t *testing.T) {
 	m := harness.StartMoto(t)
 	ctx := context.Background()
-	creds := credentials.NewStaticCredentialsProvider("testing", "testing", "")
-	e := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
-	l := elbv2.New(elbv2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
-
-	vpc, err := e.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mappings []elbtypes.SubnetMapping
-	for i, az := range []string{"us-east-1a", "us-east-1b"} {
-		sn, err := e.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String([]string{"10.0.1.0/24", "10.0.2.0/24"}[i]), AvailabilityZone: aws.String(az)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eip, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mappings = append(mappings, elbtypes.SubnetMapping{SubnetId: sn.Subnet.SubnetId, AllocationId: eip.AllocationId})
-	}
-	lb, err := l.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
-		Name: aws.String("relay-0"), Type: elbtypes.LoadBalancerTypeEnumNetwork,
-		Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing, SubnetMappings: mappings,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dnsName := *lb.LoadBalancers[0].DNSName
+	dnsName := m.CreateNLB(t, "relay-0")
+	e, l := m.AWSClients()
 	a := AWSResolver{ELB: l, EC2: e}
 	got, err := a.LoadBalancerAddresses(ctx, dnsName, "relay-0")
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,11 +64,7 @@ func TestAPIServerServesOurCRDs(t *testing.T) {
 // TestMotoAnswersEC2 proves the moto harness: a real EC2 call round trips.
 func TestMotoAnswersEC2(t *testing.T) {
 	m := StartMoto(t)
-	cli := ec2.New(ec2.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(m.Endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("testing", "testing", ""),
-	})
+	cli, _ := m.AWSClients()
 	ctx := context.Background()
 	out, err := cli.AllocateAddress(ctx, &ec2.AllocateAddressInput{})
 	if err != nil {
