@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
@@ -35,7 +36,8 @@ func clientConfig(t *testing.T, controlURL, hostname string) string {
 // names the relay endpoint we advertised.
 func TestRelayCarriesTraffic(t *testing.T) {
 	bin := harness.Tool(t, "tailscaled")
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	tn := startTailnet(t)
 	controlSrv, pe := tn.server, tn.provider
 	// The relay's "public" address is loopback here: the clients can reach it.
@@ -53,7 +55,7 @@ func TestRelayCarriesTraffic(t *testing.T) {
 	bIP := waitRunning(t, b)
 
 	var via string
-	eventually(t, "a disco ping from client-a to client-b goes through our relay", func() error {
+	eventually(t, "a disco ping from client-a to client-b goes through our relay", func(ctx context.Context) error {
 		res, err := a.lc.Ping(ctx, bIP, tailcfg.PingDisco)
 		if err != nil {
 			return err
@@ -83,8 +85,8 @@ func TestRelayCarriesTraffic(t *testing.T) {
 
 func waitRunning(t *testing.T, ts *tailscaled) (ip4 netipAddr) {
 	t.Helper()
-	eventually(t, "tailscaled reaches Running with an address", func() error {
-		st, err := ts.lc.Status(context.Background())
+	eventually(t, "tailscaled reaches Running with an address", func(ctx context.Context) error {
+		st, err := ts.lc.Status(ctx)
 		if err != nil {
 			return err
 		}

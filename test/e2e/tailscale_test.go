@@ -56,7 +56,8 @@ func startTailnet(t *testing.T) *tailnet {
 // from the mounted Secret. It returns the port.
 func (tn *tailnet) addRelay(t *testing.T, ingressIP string) uint16 {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	pe := tn.provider
 	keyDir := t.TempDir()
 	// Readable by the unprivileged user of TestTailscaledRunsAsNonRoot, as
@@ -141,12 +142,18 @@ func startTailscaledAs(t *testing.T, bin, controlURL, configFile string, user *s
 	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: log}
 }
 
-func eventually(t *testing.T, what string, f func() error) {
+// eventually retries f for up to a minute. Each attempt gets its own
+// 5-second context: a LocalAPI call such as a disco ping waits for an
+// answer that may never come, and must not hang the test.
+func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	var err error
 	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = f(ctx)
+		cancel()
+		if err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -161,7 +168,8 @@ func eventually(t *testing.T, what string, f func() error) {
 // does) changes the live endpoints without a restart.
 func TestRealTailscaledRunsOurConfig(t *testing.T) {
 	bin := harness.Tool(t, "tailscaled")
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 
 	tn := startTailnet(t)
 	control, controlSrv, pe, c := tn.control, tn.server, tn.provider, tn.provider.Client
@@ -174,7 +182,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 
 	ts := startTailscaled(t, bin, controlSrv.URL, cfgFile)
 	var nodeKeyStatus string
-	eventually(t, "tailscaled reaches Running", func() error {
+	eventually(t, "tailscaled reaches Running", func(ctx context.Context) error {
 		st, err := ts.lc.Status(ctx)
 		if err != nil {
 			return err
@@ -186,7 +194,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 		return nil
 	})
 	assertPrefs(t, ts, port, first)
-	eventually(t, "control sees Hostinfo.PeerRelay", func() error {
+	eventually(t, "control sees Hostinfo.PeerRelay", func(ctx context.Context) error {
 		st, err := ts.lc.Status(ctx)
 		if err != nil {
 			return err
@@ -226,9 +234,9 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []string) []netip.AddrPort {
 	t.Helper()
 	var eps []netip.AddrPort
-	eventually(t, fmt.Sprintf("config Secret advertises %v", want), func() error {
+	eventually(t, fmt.Sprintf("config Secret advertises %v", want), func(ctx context.Context) error {
 		s := &corev1.Secret{}
-		if err := pe.Client.Get(context.Background(), types.NamespacedName{Namespace: pe.NS, Name: "relay-0-config"}, s); err != nil {
+		if err := pe.Client.Get(ctx, types.NamespacedName{Namespace: pe.NS, Name: "relay-0-config"}, s); err != nil {
 			return err
 		}
 		b := s.Data[tsconfig.FileName]
@@ -251,8 +259,8 @@ func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []strin
 
 func assertPrefs(t *testing.T, ts *tailscaled, port uint16, eps []netip.AddrPort) {
 	t.Helper()
-	eventually(t, "prefs carry our relay settings", func() error {
-		p, err := ts.lc.GetPrefs(context.Background())
+	eventually(t, "prefs carry our relay settings", func(ctx context.Context) error {
+		p, err := ts.lc.GetPrefs(ctx)
 		if err != nil {
 			return err
 		}
