@@ -56,11 +56,11 @@ func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
 	if r.Spec.ProxyClass == "" {
 		return
 	}
-	rsp.Requirements.Resources[requiredProxyClassKey] = &fnv1.ResourceSelector{
+	require(rsp, requiredProxyClassKey, &fnv1.ResourceSelector{
 		ApiVersion: "tailscale.com/v1alpha1",
 		Kind:       "ProxyClass",
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Spec.ProxyClass},
-	}
+	})
 }
 
 // readProxyClass returns the named ProxyClass when Crossplane supplied it;

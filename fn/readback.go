@@ -19,19 +19,24 @@ import (
 // requirePods asks Crossplane for the relay pods, so status can say which
 // replica's pod is ready.
 func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
+	ns := r.Namespace
+	require(rsp, requiredPodsKey, &fnv1.ResourceSelector{
+		ApiVersion: "v1",
+		Kind:       "Pod",
+		Namespace:  &ns,
+		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: selectorLabels(r)}},
+	})
+}
+
+// require adds a resource requirement, whichever requirement comes first.
+func require(rsp *fnv1.RunFunctionResponse, key string, sel *fnv1.ResourceSelector) {
 	if rsp.Requirements == nil {
 		rsp.Requirements = &fnv1.Requirements{}
 	}
 	if rsp.Requirements.Resources == nil {
 		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
 	}
-	ns := r.Namespace
-	rsp.Requirements.Resources[requiredPodsKey] = &fnv1.ResourceSelector{
-		ApiVersion: "v1",
-		Kind:       "Pod",
-		Namespace:  &ns,
-		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: selectorLabels(r)}},
-	}
+	rsp.Requirements.Resources[key] = sel
 }
 
 // requireAuthKey asks Crossplane for the auth key Secret, only to tell the
@@ -41,12 +46,12 @@ func requireAuthKey(rsp *fnv1.RunFunctionResponse, r *relay) {
 		return
 	}
 	ns := r.Namespace
-	rsp.Requirements.Resources[requiredAuthKeyKey] = &fnv1.ResourceSelector{
+	require(rsp, requiredAuthKeyKey, &fnv1.ResourceSelector{
 		ApiVersion: "v1",
 		Kind:       "Secret",
 		Namespace:  &ns,
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.AuthKey.Name},
-	}
+	})
 }
 
 // requiredAuthKey says what is wrong with the auth key Secret, or "" when
