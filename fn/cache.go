@@ -14,8 +14,8 @@ import (
 const maxCached = 4096
 
 // composition is what a PeerRelay's spec composes: the relay with its
-// defaults and every object as a protobuf Struct, ready for the response.
-// Entries are shared between responses and never modified.
+// defaults and every object encoded for the wire (wire.go), ready for the
+// response. Entries are shared between responses and never modified.
 type composition struct {
 	relay *relay
 	objs  []cachedObject
@@ -23,7 +23,10 @@ type composition struct {
 
 type cachedObject struct {
 	key string
-	obj *structpb.Struct
+	// wire is the object's encoding, computed once (see wire.go). Only the
+	// bytes are kept: a tree of Structs per object would make a cache of
+	// thousands of PeerRelays a heap the garbage collector must walk.
+	wire *structpb.Struct
 }
 
 // compositionCache remembers compositions by everything they depend on: the

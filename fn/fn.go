@@ -39,12 +39,18 @@ type Function struct {
 
 // RunFunction composes one PeerRelay.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	return f.run(req, false), nil
+}
+
+// run composes one PeerRelay. With encoded, the composed objects are
+// pre-encoded Structs that only a gRPC server may send (see wire.go).
+func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunctionResponse {
 	rsp := response.To(req, ttlPending)
 
 	c, err := f.composition(req)
 	if err != nil {
 		fail(rsp, err)
-		return rsp, nil
+		return rsp
 	}
 	r := c.relay
 	log := f.Log.WithValues("namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas)
@@ -52,7 +58,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, fmt.Errorf("cannot read observed composed resources: %w", err))
-		return rsp, nil
+		return rsp
 	}
 	obs := observedState{observed: observed, pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
 	sum := summarise(r, obs)
@@ -68,11 +74,18 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(c.objs))
 	}
 	for _, o := range c.objs {
-		rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: o.obj, Ready: protoReady(readiness(o.key, r, obs, sum))}
+		obj := o.wire
+		if !encoded {
+			if obj, err = o.decode(); err != nil {
+				response.Fatal(rsp, err)
+				return rsp
+			}
+		}
+		rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: protoReady(readiness(o.key, r, obs, sum))}
 	}
 	if err := setStatus(req, rsp, sum.status); err != nil {
 		response.Fatal(rsp, err)
-		return rsp, nil
+		return rsp
 	}
 	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
@@ -90,7 +103,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
 	log.Debug("composed", "reason", sum.reason, "endpoints", len(sum.status.Endpoints))
-	return rsp, nil
+	return rsp
 }
 
 // composition returns what the request's PeerRelay composes, from the
@@ -117,7 +130,11 @@ func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, erro
 		if err != nil {
 			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
 		}
-		c.objs = append(c.objs, cachedObject{key: o.key, obj: s})
+		w, err := preEncoded(s)
+		if err != nil {
+			return nil, fmt.Errorf("cannot encode %s: %w", o.key, err)
+		}
+		c.objs = append(c.objs, cachedObject{key: o.key, wire: w})
 	}
 	if cacheable {
 		f.cache.put(k, c)

@@ -1,0 +1,86 @@
+package fn
+
+import (
+	"net"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// TestWireServerSendsWhatFunctionReturns: over a real gRPC connection,
+// WireServer's answer is exactly Function.RunFunction's, on the first
+// (composing) call and on later (cached) ones, alongside another step's
+// resources and for a spec the function rejects.
+func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	fnv1.RegisterFunctionRunnerServiceServer(srv, WireServer{Function: &Function{Log: logging.NewNopLogger()}})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	client := fnv1.NewFunctionRunnerServiceClient(conn)
+
+	earlier, err := structpb.NewStruct(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "from-an-earlier-step"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		req    func() *fnv1.RunFunctionRequest
+	}{
+		"Replicas": {
+			reason: "a plain PeerRelay",
+			req: func() *fnv1.RunFunctionRequest {
+				return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3")}}
+			},
+		},
+		"EarlierStep": {
+			reason: "another step's desired resources travel as they came",
+			req: func() *fnv1.RunFunctionRequest {
+				return &fnv1.RunFunctionRequest{
+					Observed: &fnv1.State{Composite: xr(t, "replicas: 2")},
+					Desired:  &fnv1.State{Resources: map[string]*fnv1.Resource{"earlier": {Resource: earlier}}},
+				}
+			},
+		},
+		"Invalid": {
+			reason: "a rejected spec has no composition to encode",
+			req: func() *fnv1.RunFunctionRequest {
+				return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: -1")}}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, call := range []string{"composing", "cached"} {
+				want, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), tc.req())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := client.RunFunction(t.Context(), tc.req())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want.GetDesired().GetResources()) == 0 && name != "Invalid" {
+					t.Fatalf("%s: the function composed nothing", tc.reason)
+				}
+				if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+					t.Errorf("%s (%s call): gRPC answer differs from RunFunction's (-RunFunction +gRPC):\n%s", tc.reason, call, diff)
+				}
+			}
+		})
+	}
+}
