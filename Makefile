@@ -18,7 +18,8 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
-	$(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform
+	$(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform \
+	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
 .PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean
 
@@ -28,6 +29,11 @@ all: build
 # A tool is rebuilt only when its go.mod or go.sum changes; the Go build cache
 # makes a rebuild after a fresh clone take seconds to a minute.
 tools: $(TOOLS)
+
+# The Upbound AWS CRDs the render test dry-runs the composed AWS managed
+# resources against (module proxy, hash pinned in the script).
+$(CURDIR)/.cache/upbound-crds/v1.23.0: hack/upbound-crds.sh
+	bash hack/upbound-crds.sh
 
 $(BIN)/kube-apiserver: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)

@@ -50,9 +50,11 @@ func serviceAnnotations(r *relay, i int) map[string]string {
 		// zone is not the client's.
 		a[annotationLBAttributes] = crossZoneOn
 	}
-	if aws := r.Spec.AWS; aws != nil && i < len(aws.ElasticIPs) {
-		a[annotationEIPAllocations] = aws.ElasticIPs[i].AllocationID
-		a[annotationSubnets] = aws.ElasticIPs[i].SubnetID
+	if r.AWS != nil {
+		if use := r.AWS.Replicas[i].Use; use != nil {
+			a[annotationEIPAllocations] = use.AllocationID
+			a[annotationSubnets] = use.SubnetID
+		}
 	}
 	return a
 }

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"sync"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -30,7 +31,8 @@ type cachedObject struct {
 }
 
 // compositionCache remembers compositions by everything they depend on: the
-// XR's name, namespace, claim labels and spec, the Input and the ProxyClass. Crossplane
+// XR's name, namespace, claim labels and spec, the Input, the ProxyClass and
+// what was observed of the replicas' AWS placement. Crossplane
 // calls the function on every reconcile of every XR, and a spec changes far
 // less often than that, so most calls skip building and converting objects.
 type compositionCache struct {
@@ -55,7 +57,7 @@ func (c *compositionCache) put(k [sha256.Size]byte, v *composition) {
 
 // cacheKey hashes the parts of a request a composition depends on. ok is
 // false when they cannot be read; the caller then composes uncached.
-func cacheKey(req *fnv1.RunFunctionRequest) (k [sha256.Size]byte, ok bool) {
+func cacheKey(req *fnv1.RunFunctionRequest, aws *awsObserved) (k [sha256.Size]byte, ok bool) {
 	xr := req.GetObserved().GetComposite().GetResource().GetFields()
 	md := xr["metadata"].GetStructValue().GetFields()
 	labels := md["labels"].GetStructValue().GetFields()
@@ -85,8 +87,13 @@ func cacheKey(req *fnv1.RunFunctionRequest) (k [sha256.Size]byte, ok bool) {
 	if err != nil {
 		return k, false
 	}
+	// So does what was observed of the replicas' AWS placement.
+	d, err := json.Marshal(aws)
+	if err != nil {
+		return k, false
+	}
 	h := sha256.New()
-	for _, part := range [][]byte{a, b, c} {
+	for _, part := range [][]byte{a, b, c, d} {
 		h.Write(part)
 		h.Write([]byte{0})
 	}

@@ -19,6 +19,8 @@ const (
 func defaults(xrName, xrNamespace string, xrLabels map[string]string, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*relay, error) {
 	r := &relay{Name: xrName, Namespace: xrNamespace, Spec: spec, Cloud: in.Cloud}
 	if r.Namespace == "" {
+		r.Legacy = true
+		r.XRBase, _ = baseName(xrName)
 		// A legacy cluster XPeerRelay composes into its claim's namespace,
 		// under its claim's name: the name the user wrote.
 		r.Name, r.Namespace = xrLabels[labelClaimName], xrLabels[labelClaimNamespace]

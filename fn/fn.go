@@ -17,6 +17,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
@@ -109,13 +110,14 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 // composition returns what the request's PeerRelay composes, from the
 // cache when the same spec was seen before.
 func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, error) {
-	k, cacheable := cacheKey(req)
+	aws := observeAWS(req)
+	k, cacheable := cacheKey(req, aws)
 	if cacheable {
 		if c := f.cache.get(k); c != nil {
 			return c, nil
 		}
 	}
-	r, err := resolve(req)
+	r, err := resolve(req, aws)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +155,7 @@ func protoReady(r resource.Ready) fnv1.Ready {
 }
 
 // resolve reads the Input and the XR and applies every default.
-func resolve(req *fnv1.RunFunctionRequest) (*relay, error) {
+func resolve(req *fnv1.RunFunctionRequest, aws *awsObserved) (*relay, error) {
 	in := &fnv1alpha1.Input{}
 	if req.GetInput() != nil {
 		if err := request.GetInput(req, in); err != nil {
@@ -180,6 +182,9 @@ func resolve(req *fnv1.RunFunctionRequest) (*relay, error) {
 		return nil, err
 	}
 	r.ProxyClassMissing = !found
+	if r.AWS, err = planAWS(r, in, aws); err != nil {
+		return nil, err
+	}
 	r.Pod = layerPod(pc, spec.Pod)
 	if r.Pod.Image != "" {
 		r.Image = r.Pod.Image
@@ -217,6 +222,11 @@ type keyedObject struct {
 // empty creationTimestamp and the status a typed object always marshals: a
 // desired status means nothing and would only fight the real one.
 func toComposed(o runtime.Object) (*composed.Unstructured, error) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		cd := composed.New()
+		cd.SetUnstructuredContent(u.Object)
+		return cd, nil
+	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		return nil, err
@@ -230,20 +240,37 @@ func toComposed(o runtime.Object) (*composed.Unstructured, error) {
 	return cd, nil
 }
 
-// compose builds every object the PeerRelay needs: pure, spec in, objects out.
+// compose builds every object the PeerRelay needs: pure, spec (and what
+// was observed of AWS placement) in, objects out.
 func compose(r *relay) []keyedObject {
 	objs := []keyedObject{
 		{keyServiceAccount, serviceAccount(r)},
 		{keyRole, role(r)},
 		{keyRoleBinding, roleBinding(r)},
-		{keyStatefulSet, statefulSet(r)},
+	}
+	if !r.perReplicaZones() {
+		objs = append(objs, keyedObject{keyStatefulSet, statefulSet(r)})
 	}
 	for i := range r.Replicas {
+		if r.perReplicaZones() {
+			// A replica whose zone is not known yet waits: started anywhere,
+			// it would have to move.
+			if z := r.AWS.Replicas[i].Zone; z != "" {
+				objs = append(objs, keyedObject{statefulSetKey(i), replicaStatefulSet(r, i, z)})
+			}
+		}
+		// A pinned Service waits for a checked placement: the AWS Load
+		// Balancer Controller fixes an NLB's Elastic IPs when it creates it.
+		if r.AWS == nil || r.AWS.Managed || r.AWS.Replicas[i].Use != nil {
+			objs = append(objs, keyedObject{svcKey(i), service(r, i)})
+		}
 		objs = append(objs,
-			keyedObject{svcKey(i), service(r, i)},
 			keyedObject{stateKey(i), stateSecret(r, i)},
 			keyedObject{relayConfigKey(i), relayConfig(r, i)},
 		)
+		if r.AWS != nil {
+			objs = append(objs, composeAWS(r, i)...)
+		}
 	}
 	return objs
 }

@@ -234,12 +234,13 @@ spec: {}
 
 func TestRunFunctionServiceAnnotations(t *testing.T) {
 	cases := map[string]struct {
-		reason  string
-		spec    string
-		input   string
-		replica string
-		want    map[string]string // subset expected
-		absent  []string
+		reason   string
+		spec     string
+		input    string
+		observed map[string]*fnv1.Resource
+		replica  string
+		want     map[string]string // subset expected
+		absent   []string
 	}{
 		"CloudDefaults": {
 			reason:  "Without elasticIPs a Service gets the public NLB defaults and cross-zone on.",
@@ -273,7 +274,8 @@ aws:
   elasticIPs:
   - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}
   - {allocationID: eipalloc-0bb, subnetID: subnet-0bb}`,
-			replica: "service-1",
+			observed: map[string]*fnv1.Resource{"relayconfig-1": checkedRelayConfig(t, "subnet-0bb", "eipalloc-0bb", "")},
+			replica:  "service-1",
 			want: map[string]string{
 				annotationEIPAllocations: "eipalloc-0bb",
 				annotationSubnets:        "subnet-0bb",
@@ -290,7 +292,7 @@ aws:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec)}}
+			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: tc.observed}}
 			if tc.input != "" {
 				req.Input = mustStruct(t, "apiVersion: fn.peerrelay.io/v1alpha1\nkind: Input\n"+tc.input)
 			}

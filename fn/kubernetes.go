@@ -98,15 +98,26 @@ func stateSecret(r *relay, i int) *corev1.Secret {
 	}
 }
 
+// service is replica i's Service: a LoadBalancer for the cloud's load
+// balancer controller, or with load balancers composed as managed resources
+// a ClusterIP that nothing outside looks at.
 func service(r *relay, i int) *corev1.Service {
 	m := meta(r, replicaName(r.Base, i), replicaLabels(r, i))
-	m.Annotations = serviceAnnotations(r, i)
+	typ := corev1.ServiceTypeLoadBalancer
+	if r.managedLoadBalancers() {
+		typ = corev1.ServiceTypeClusterIP
+		if s := r.Spec.Service; s != nil && len(s.Annotations) > 0 {
+			m.Annotations = maps.Clone(s.Annotations)
+		}
+	} else {
+		m.Annotations = serviceAnnotations(r, i)
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: m,
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{labelPodName: replicaName(r.Base, i)},
+			Type:     typ,
+			Selector: map[string]string{labelPodName: podName(r, i)},
 			Ports: []corev1.ServicePort{{
 				Name: servicePortName, Protocol: corev1.ProtocolUDP,
 				Port: r.Port, TargetPort: intstr.FromInt32(r.Port),
@@ -117,17 +128,39 @@ func service(r *relay, i int) *corev1.Service {
 
 func authKeyMountPath() string { return relayv1alpha1.DefaultAuthKeyMountPath }
 
+// statefulSet runs every replica, pod i being replica i.
 func statefulSet(r *relay) *appsv1.StatefulSet {
-	replicas := int32(r.Replicas)
+	all := make([]int, r.Replicas)
+	for i := range all {
+		all[i] = i
+	}
+	return statefulSetOf(r, r.Base, all, selectorLabels(r), "")
+}
+
+// replicaStatefulSet runs replica i alone, in zone: one StatefulSet per
+// replica is how replicas land in different zones, each beside its own
+// subnet's load balancer.
+func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
+	sel := selectorLabels(r)
+	sel[labelReplica] = strconv.Itoa(i)
+	return statefulSetOf(r, replicaName(r.Base, i), []int{i}, sel, zone)
+}
+
+// statefulSetOf runs the given replicas: with one StatefulSet for all, pod
+// i is replica i and finds its state Secret and config by its own name;
+// with one per replica (zone set) they are named outright.
+func statefulSetOf(r *relay, name string, replicaIdx []int, selector map[string]string, zone string) *appsv1.StatefulSet {
+	replicas := int32(len(replicaIdx))
 	podLabels := map[string]string{}
 	pod := r.Pod
 	maps.Copy(podLabels, pod.Labels)
 	podAnnotations := maps.Clone(pod.Annotations)
 	maps.Copy(podLabels, commonLabels(r)) // ours win: the selector depends on them
+	maps.Copy(podLabels, selector)
 
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
-	for i := range r.Replicas {
+	for _, i := range replicaIdx {
 		vol := "config-" + strconv.Itoa(i)
 		volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(r.Base, i)},
@@ -150,7 +183,7 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 		// No key named: the provider mints one per replica (Tailscale API
 		// access in its provider config) into R-i-authkey. The pod waits
 		// for it.
-		for i := range r.Replicas {
+		for _, i := range replicaIdx {
 			vol := "authkey-" + strconv.Itoa(i)
 			name := replicaName(r.Base, i)
 			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
@@ -160,13 +193,17 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 		}
 	}
 
+	self := "$(POD_NAME)"
+	if zone != "" {
+		self = replicaName(r.Base, replicaIdx[0])
+	}
 	c := corev1.Container{
 		Name:  containerName,
 		Image: r.Image,
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-			{Name: "TS_KUBE_SECRET", Value: "$(POD_NAME)"},
-			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: configMountRoot + "/$(POD_NAME)"},
+			{Name: "TS_KUBE_SECRET", Value: self},
+			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: configMountRoot + "/" + self},
 			{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
 			{Name: "TS_USERSPACE", Value: "true"},
 		},
@@ -190,7 +227,7 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 		Containers:                []corev1.Container{c},
 		NodeSelector:              pod.NodeSelector,
 		Tolerations:               pod.Tolerations,
-		Affinity:                  pod.Affinity,
+		Affinity:                  inZone(pod.Affinity, zone),
 		ImagePullSecrets:          pod.ImagePullSecrets,
 		SecurityContext:           pod.PodSecurityContext,
 		TopologySpreadConstraints: pod.TopologySpreadConstraints,
@@ -204,16 +241,41 @@ func statefulSet(r *relay) *appsv1.StatefulSet {
 	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+		ObjectMeta: meta(r, name, commonLabels(r)),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            &replicas,
-			ServiceName:         r.Base,
+			ServiceName:         name,
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: selectorLabels(r)},
+			Selector:            &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
 				Spec:       spec,
 			},
 		},
 	}
+}
+
+// inZone adds "in zone" to the pods' required node affinity, keeping the
+// user's: every node selector term must also match the zone.
+func inZone(a *corev1.Affinity, zone string) *corev1.Affinity {
+	if zone == "" {
+		return a
+	}
+	req := corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}
+	out := &corev1.Affinity{}
+	if a != nil {
+		out = a.DeepCopy()
+	}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	ns := out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if ns == nil || len(ns.NodeSelectorTerms) == 0 {
+		ns = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	for t := range ns.NodeSelectorTerms {
+		ns.NodeSelectorTerms[t].MatchExpressions = append(ns.NodeSelectorTerms[t].MatchExpressions, req)
+	}
+	out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = ns
+	return out
 }

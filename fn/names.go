@@ -50,15 +50,29 @@ func baseName(name string) (string, string) {
 	if len(why) == 0 {
 		return b, ""
 	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := hex.EncodeToString(sum[:4])
+	suffix := shortHash(name)
 	if len(b) > maxBaseLen-len(suffix)-1 {
 		b = strings.TrimRight(b[:maxBaseLen-len(suffix)-1], "-")
 	}
 	return b + "-" + suffix, strings.Join(why, "; ")
 }
 
-func replicaName(base string, i int) string      { return base + "-" + strconv.Itoa(i) }
+// shortHash is 8 hex digits of s's sha256.
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:4])
+}
+
+func replicaName(base string, i int) string { return base + "-" + strconv.Itoa(i) }
+
+// podName is replica i's pod: the StatefulSet's pod i, or with per-replica
+// zones the only pod of replica i's own StatefulSet.
+func podName(r *relay, i int) string {
+	if r.perReplicaZones() {
+		return replicaName(r.Base, i) + "-0"
+	}
+	return replicaName(r.Base, i)
+}
 func configSecretName(base string, i int) string { return replicaName(base, i) + "-config" }
 func hostname(prefix string, i int) string       { return prefix + "-" + strconv.Itoa(i) }
 
@@ -67,6 +81,18 @@ func hostname(prefix string, i int) string       { return prefix + "-" + strconv
 func svcKey(i int) string         { return "service-" + strconv.Itoa(i) }
 func stateKey(i int) string       { return "state-secret-" + strconv.Itoa(i) }
 func relayConfigKey(i int) string { return "relayconfig-" + strconv.Itoa(i) }
+func statefulSetKey(i int) string { return "statefulset-" + strconv.Itoa(i) }
+func eipKey(i int) string         { return "eip-" + strconv.Itoa(i) }
+func lbKey(i int) string          { return "lb-" + strconv.Itoa(i) }
+func targetGroupKey(i int) string { return "targetgroup-" + strconv.Itoa(i) }
+func listenerKey(i int) string    { return "listener-" + strconv.Itoa(i) }
+
+// targetKey names replica i's target registration by its pod's IP: a new
+// IP is a new registration, and the old one is deleted with its key.
+func targetKey(i int, ip string) string { return "target-" + strconv.Itoa(i) + "-" + ipLabel(ip) }
+
+// ipLabel writes an IP address with dashes, as a name may hold it.
+func ipLabel(ip string) string { return strings.NewReplacer(".", "-", ":", "-").Replace(ip) }
 
 const (
 	keyServiceAccount = "serviceaccount"

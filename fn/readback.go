@@ -3,6 +3,7 @@ package fn
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -103,12 +104,28 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 	switch {
 	case key == keyStatefulSet:
 		return readyIf(o.statefulSetReadyReplicas() >= int64(r.Replicas))
+	case scan(key, "statefulset-%d", &i):
+		return readyIf(o.readyReplicas(key) >= 1)
+	case isAWSKey(key):
+		c, _ := o.get(key)
+		return readyIf(c.GetCondition(managedReadyConditionTyp).Status == "True")
 	case scan(key, "service-%d", &i):
 		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
 	case scan(key, "relayconfig-%d", &i):
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
 	}
 	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding, state Secrets
+}
+
+// isAWSKey tells the AWS managed resources' keys, which are ready when
+// their provider says so.
+func isAWSKey(key string) bool {
+	for _, prefix := range []string{"eip-", "lb-", "targetgroup-", "listener-", "target-"} {
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func scan(key, format string, i *int) bool {

@@ -22,6 +22,21 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 		StateSecretName:  name,
 		Resolution:       relayv1alpha1.ResolutionAuto,
 	}
+	if a := r.Spec.AWS; a != nil && a.Region != "" {
+		p.AWS = &relayv1alpha1.AWSResolution{Region: a.Region}
+	}
+	if r.AWS != nil {
+		rp := r.AWS.Replicas[i]
+		// The provider checks the placement the spec wants before the
+		// function applies it (see placement.go).
+		p.AWS = &relayv1alpha1.AWSResolution{Region: r.AWS.Region, SubnetID: rp.Want.SubnetID, AllocationID: rp.Want.AllocationID}
+		if r.AWS.Managed {
+			// No Service ingress to follow: the load balancer is ours, found by name.
+			p.ServiceRef = nil
+			p.Resolution = relayv1alpha1.ResolutionAWS
+			p.AWS.LoadBalancerName = loadBalancerName(r, i)
+		}
+	}
 	if r.AuthKey != nil {
 		p.AuthKeySecretRef = &relayv1alpha1.AuthKeyRef{
 			Name: r.AuthKey.Name, Key: r.AuthKey.Key,

@@ -51,6 +51,21 @@ type relay struct {
 
 	Cloud          fnv1alpha1.Cloud
 	ProviderConfig providerConfigRef
+
+	// Legacy is set for a cluster-scoped XPeerRelay; XRBase is baseName of
+	// its own (cluster-unique) name.
+	Legacy bool
+	XRBase string
+	// AWS places replicas on AWS; nil unless spec.aws pins them to subnets.
+	AWS *awsPlan
+}
+
+func (r *relay) perReplicaZones() bool {
+	return r.Spec.AWS != nil && r.Spec.AWS.ZonePlacement == v1alpha1.ZonePlacementPerReplica
+}
+
+func (r *relay) managedLoadBalancers() bool {
+	return r.Spec.AWS != nil && r.Spec.AWS.LoadBalancer == v1alpha1.LoadBalancerManaged
 }
 
 type providerConfigRef struct{ Kind, Name string }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
@@ -53,8 +54,10 @@ func (o observedState) get(key string) (*composed.Unstructured, bool) {
 	return oc.Resource, true
 }
 
-func (o observedState) statefulSetReadyReplicas() int64 {
-	sts, ok := o.get(keyStatefulSet)
+func (o observedState) statefulSetReadyReplicas() int64 { return o.readyReplicas(keyStatefulSet) }
+
+func (o observedState) readyReplicas(key string) int64 {
+	sts, ok := o.get(key)
 	if !ok {
 		return 0
 	}
@@ -93,11 +96,14 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 			}
 		}
 	}
-	if o.pods != nil {
-		if p, ok := o.pods[replicaName(r.Base, i)]; ok {
+	switch {
+	case o.pods != nil:
+		if p, ok := o.pods[podName(r, i)]; ok {
 			ro.podReady = p.GetCondition(podReadyConditionType).Status == "True"
 		}
-	} else {
+	case r.perReplicaZones():
+		ro.podReady = o.readyReplicas(statefulSetKey(i)) >= 1
+	default:
 		ro.podReady = o.statefulSetReadyReplicas() >= int64(r.Replicas)
 	}
 	return ro
@@ -133,11 +139,18 @@ func summarise(r *relay, o observedState) summary {
 		}
 	}
 	switch {
+	case len(r.AWS.problems()) > 0:
+		// Nothing changes for these replicas until the spec is fixed.
+		s.reason = reasonAWSConfigInvalid
+		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
 	case o.authKey != "":
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending
 		s.msg = fmt.Sprintf("%d of %d replicas have a public address", s.withEndpoints, r.Replicas)
+		if w := r.AWS.waits(); len(w) > 0 {
+			s.msg += "; " + strings.Join(w, "; ")
+		}
 	case podsReady < r.Replicas:
 		s.reason = reasonPodsPending
 		s.msg = fmt.Sprintf("%d of %d relay pods are ready", podsReady, r.Replicas)

@@ -18,6 +18,9 @@ var (
 	hostnamePattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,61}$`)
 	allocationIDPattern = regexp.MustCompile(`^eipalloc-[0-9a-f]+$`)
 	subnetIDPattern     = regexp.MustCompile(`^subnet-[0-9a-f]+$`)
+	vpcIDPattern        = regexp.MustCompile(`^vpc-[0-9a-f]+$`)
+	regionPattern       = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	zonePattern         = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$`)
 	secretNamePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	secretKeyPattern    = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 )
@@ -107,31 +110,92 @@ func validateStaticEndpoints(errs *fieldErrors, eps []string) {
 }
 
 func validateAWS(errs *fieldErrors, s *v1alpha1.PeerRelaySpec, replicas int) {
-	if s.AWS == nil {
+	a := s.AWS
+	if a == nil {
 		return
 	}
-	eips := s.AWS.ElasticIPs
+	eips := a.ElasticIPs
 	if len(eips) > 0 && len(eips) < replicas {
 		errs.addf("spec.aws.elasticIPs has %d entries but spec.replicas is %d: give one Elastic IP per replica", len(eips), replicas)
 	}
 	seen := map[string]int{}
 	for i, e := range eips {
 		field := fmt.Sprintf("spec.aws.elasticIPs[%d]", i)
-		if !allocationIDPattern.MatchString(e.AllocationID) {
+		switch {
+		case e.Allocate && e.AllocationID != "":
+			errs.add(field, "set allocationID or allocate: true, not both")
+		case !e.Allocate && e.AllocationID == "":
+			errs.add(field, "needs allocationID (an existing Elastic IP) or allocate: true (a new one)")
+		case e.Allocate:
+		case !allocationIDPattern.MatchString(e.AllocationID):
 			errs.add(field+".allocationID", "%q must match %s", e.AllocationID, allocationIDPattern)
-		} else if j, dup := seen[e.AllocationID]; dup {
-			errs.add(field+".allocationID", "%q is already used by spec.aws.elasticIPs[%d]: an Elastic IP can front one replica only", e.AllocationID, j)
+		default:
+			if j, dup := seen[e.AllocationID]; dup {
+				errs.add(field+".allocationID", "%q is already used by spec.aws.elasticIPs[%d]: an Elastic IP can front one replica only", e.AllocationID, j)
+			}
+			seen[e.AllocationID] = i
 		}
-		seen[e.AllocationID] = i
 		if !subnetIDPattern.MatchString(e.SubnetID) {
 			errs.add(field+".subnetID", "%q must match %s", e.SubnetID, subnetIDPattern)
 		}
+		if e.Zone != "" && !zonePattern.MatchString(e.Zone) {
+			errs.add(field+".zone", "%q must be an availability zone such as eu-west-1a", e.Zone)
+		}
 	}
-	if len(eips) > 0 && s.Service != nil {
+	validateSubnets(errs, a)
+	if a.Region != "" && !regionPattern.MatchString(a.Region) {
+		errs.add("spec.aws.region", "%q must be an AWS region such as eu-west-1", a.Region)
+	}
+	if a.VPCID != "" && !vpcIDPattern.MatchString(a.VPCID) {
+		errs.add("spec.aws.vpcID", "%q must match %s", a.VPCID, vpcIDPattern)
+	}
+	pinned := len(eips) > 0 || len(a.Subnets) > 0
+	switch a.LoadBalancer {
+	case "", v1alpha1.LoadBalancerController:
+	case v1alpha1.LoadBalancerManaged:
+		if !pinned {
+			errs.add("spec.aws.loadBalancer", "Managed needs spec.aws.elasticIPs or spec.aws.subnets: each replica's load balancer is placed in its subnet with its Elastic IP")
+		}
+	default:
+		errs.add("spec.aws.loadBalancer", "%q must be Controller or Managed", a.LoadBalancer)
+	}
+	switch a.ZonePlacement {
+	case "", v1alpha1.ZonePlacementAny:
+	case v1alpha1.ZonePlacementPerReplica:
+		if !pinned {
+			errs.add("spec.aws.zonePlacement", "PerReplica needs spec.aws.elasticIPs or spec.aws.subnets: a replica runs in the zone of its subnet")
+		}
+	default:
+		errs.add("spec.aws.zonePlacement", "%q must be Any or PerReplica", a.ZonePlacement)
+	}
+	if pinned && s.Service != nil {
 		for _, k := range pinnedAnnotations {
 			if _, ok := s.Service.Annotations[k]; ok {
 				errs.add("spec.service.annotations["+k+"]", "conflicts with spec.aws.elasticIPs, which sets it per replica: remove the annotation")
 			}
 		}
+	}
+}
+
+// validateSubnets checks spec.aws.subnets, the short form of elasticIPs
+// with allocate: true.
+func validateSubnets(errs *fieldErrors, a *v1alpha1.AWSSpec) {
+	switch {
+	case len(a.Subnets) > 0 && len(a.ElasticIPs) > 0:
+		errs.addf("spec.aws.subnets and spec.aws.elasticIPs: set one, not both (subnets with allocate: true generates the Elastic IPs)")
+	case len(a.Subnets) > 0 && !a.Allocate:
+		errs.add("spec.aws.allocate", "must be true with spec.aws.subnets: each replica gets a new Elastic IP in subnets[i mod len(subnets)]")
+	case len(a.Subnets) == 0 && a.Allocate:
+		errs.add("spec.aws.allocate", "needs spec.aws.subnets (or use spec.aws.elasticIPs[i].allocate)")
+	}
+	seen := map[string]int{}
+	for i, sn := range a.Subnets {
+		field := fmt.Sprintf("spec.aws.subnets[%d]", i)
+		if !subnetIDPattern.MatchString(sn) {
+			errs.add(field, "%q must match %s", sn, subnetIDPattern)
+		} else if j, dup := seen[sn]; dup {
+			errs.add(field, "%q is already spec.aws.subnets[%d]", sn, j)
+		}
+		seen[sn] = i
 	}
 }

@@ -33,6 +33,16 @@ render "v2 PeerRelay" examples/peerrelay.yaml package/configuration/composition-
 render "v2 PeerRelay, observed after the provider resolved endpoints" examples/peerrelay.yaml package/configuration/composition-v2.yaml \
   --observed-resources examples/render/observed.yaml --required-resources examples/render/pods.yaml
 render "legacy XPeerRelay behind a claim" examples/render/xr-legacy.yaml package/configuration/composition-legacy.yaml
-render "AWS Elastic IPs" examples/aws-eip.yaml package/configuration/composition-v2.yaml
+render "AWS Elastic IPs" examples/aws-eip.yaml package/configuration/composition-v2.yaml --required-resources examples/render/authkey-secret.yaml
+render "AWS Elastic IPs, checked by the provider" examples/aws-eip.yaml package/configuration/composition-v2.yaml \
+  --observed-resources examples/render/observed-aws-eip.yaml --required-resources examples/render/authkey-secret.yaml
+render "AWS Elastic IPs allocated by Crossplane: first pass" examples/aws-allocate.yaml package/configuration/composition-v2.yaml --required-resources examples/render/authkey-secret.yaml
+render "AWS Elastic IPs allocated by Crossplane: second pass" examples/aws-allocate.yaml package/configuration/composition-v2.yaml \
+  --observed-resources examples/render/observed-aws-allocate.yaml --required-resources examples/render/authkey-secret.yaml
+render "AWS Managed NLBs, per-replica zones: first pass" examples/aws-managed.yaml package/configuration/composition-v2.yaml --required-resources examples/render/authkey-secret.yaml
+render "AWS Managed NLBs, per-replica zones: second pass" examples/aws-managed.yaml package/configuration/composition-v2.yaml \
+  --observed-resources examples/render/observed-aws-allocate.yaml --required-resources examples/render/pods-aws-managed.yaml
+render "AWS Managed NLBs for a legacy XPeerRelay" examples/render/xr-legacy-aws.yaml package/configuration/composition-legacy.yaml \
+  --observed-resources examples/render/observed-aws-legacy.yaml
 render "a pipeline with a step before ours" examples/peerrelay.yaml examples/render/composition-two-steps.yaml
 rm -f "$funcs"

@@ -49,11 +49,12 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
-		aws, err := c.awsResolver(ctx, spec.AWS, mg)
+		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
 			return nil, err
 		}
 		r.AWS = aws
+		r.Placement = &resolve.PlacementChecker{EC2: ec2c}
 	}
 	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}
 	if spec.Tailscale != nil {
@@ -109,7 +110,8 @@ func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg
 	return tailnet.New(t.BaseURL, t.Tailnet, id, secret)
 }
 
-func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *v1alpha1.RelayConfig) (*resolve.AWSResolver, error) {
+// awsClients builds the ELBv2 and EC2 clients from the provider config.
+func (c *connector) awsClients(ctx context.Context, a *v1alpha1.AWSConfig, mg *v1alpha1.RelayConfig) (*resolve.AWSResolver, *ec2.Client, error) {
 	region := a.Region
 	if p := mg.Spec.ForProvider.AWS; p != nil && p.Region != "" {
 		region = p.Region
@@ -120,7 +122,7 @@ func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *
 	}
 	if a.Source == v1alpha1.AWSCredentialsSecret {
 		if a.SecretRef == nil {
-			return nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
+			return nil, nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
 		}
 		// A namespaced ProviderConfig may only read Secrets in its own
 		// namespace; a ClusterProviderConfig may name any.
@@ -130,17 +132,17 @@ func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *
 		}
 		s := &corev1.Secret{}
 		if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: a.SecretRef.Name}, s); err != nil {
-			return nil, fmt.Errorf("cannot get the AWS credentials Secret %s/%s named by spec.aws.secretRef: %w", ns, a.SecretRef.Name, err)
+			return nil, nil, fmt.Errorf("cannot get the AWS credentials Secret %s/%s named by spec.aws.secretRef: %w", ns, a.SecretRef.Name, err)
 		}
 		id, key := string(s.Data[v1alpha1.AWSAccessKeyIDKey]), string(s.Data[v1alpha1.AWSSecretAccessKeyKey])
 		if id == "" || key == "" {
-			return nil, fmt.Errorf("the AWS credentials Secret %s/%s needs keys %s and %s", ns, a.SecretRef.Name, v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
+			return nil, nil, fmt.Errorf("the AWS credentials Secret %s/%s needs keys %s and %s", ns, a.SecretRef.Name, v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
 		}
 		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, key, string(s.Data[v1alpha1.AWSSessionTokenKey]))))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
+		return nil, nil, fmt.Errorf("cannot load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = resolve.RegionFromHostname(mg.Status.AtProvider.Hostname)
@@ -149,8 +151,9 @@ func (c *connector) awsResolver(ctx context.Context, a *v1alpha1.AWSConfig, mg *
 	if a.Endpoint != "" {
 		endpoint = aws.String(a.Endpoint)
 	}
+	ec2c := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint })
 	return &resolve.AWSResolver{
 		ELB: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = endpoint }),
-		EC2: ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint }),
-	}, nil
+		EC2: ec2c,
+	}, ec2c, nil
 }

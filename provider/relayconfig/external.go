@@ -63,6 +63,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	e.checkPlacement(ctx, mg)
 	res, resolveErr := e.resolver.Resolve(ctx, svc, p)
 	current, err := e.configSecret(ctx, mg)
 	if err != nil {

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 )
+
+// ErrNoLoadBalancer says AWS has no load balancer of that name (yet).
+var ErrNoLoadBalancer = errors.New("no such load balancer")
 
 // ELBv2API is the part of the ELBv2 client we call.
 type ELBv2API interface {
@@ -38,6 +42,10 @@ func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name s
 		return nil, fmt.Errorf("cannot tell the load balancer's name from %q: set spec.forProvider.aws.loadBalancerName", hostname)
 	}
 	out, err := a.ELB.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
+	var nf *elbtypes.LoadBalancerNotFoundException
+	if errors.As(err, &nf) {
+		return nil, fmt.Errorf("%w: %s", ErrNoLoadBalancer, name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +64,17 @@ func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name s
 		return sortAddrs(addrs), nil
 	}
 	return nil, fmt.Errorf("no load balancer %q with DNS name %q", name, hostname)
+}
+
+// PlacedLoadBalancerAddresses returns the addresses of a load balancer
+// placed with a known Elastic IP: the per-zone addresses the API reports,
+// else that Elastic IP's own address, which is what it answers on.
+func (a AWSResolver) PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID string) ([]netip.Addr, error) {
+	addrs, err := a.LoadBalancerAddresses(ctx, "", name)
+	if err != nil || len(addrs) > 0 || allocationID == "" {
+		return addrs, err
+	}
+	return a.publicIPs(ctx, []string{allocationID})
 }
 
 // Addresses extracts a load balancer's public IPv4 addresses, and the

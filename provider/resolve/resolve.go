@@ -25,6 +25,7 @@ type HostResolver interface {
 // LoadBalancerAddresser returns an AWS load balancer's public addresses.
 type LoadBalancerAddresser interface {
 	LoadBalancerAddresses(ctx context.Context, hostname, name string) ([]netip.Addr, error)
+	PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID string) ([]netip.Addr, error)
 }
 
 // Resolver resolves endpoints. AWS is nil when no AWS credentials are
@@ -33,6 +34,8 @@ type Resolver struct {
 	DNS     HostResolver
 	AWS     LoadBalancerAddresser
 	Timeout time.Duration
+	// Placement checks subnets and Elastic IPs; nil without AWS credentials.
+	Placement *PlacementChecker
 }
 
 // Result is one resolution.
@@ -74,6 +77,9 @@ func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.
 
 func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters, res *Result) ([]netip.Addr, error) {
 	if svc == nil {
+		if p.Resolution == v1alpha1.ResolutionAWS && p.AWS != nil && p.AWS.LoadBalancerName != "" {
+			return r.loadBalancerByName(ctx, p.AWS.LoadBalancerName, p.AWS.AllocationID, res)
+		}
 		return nil, nil
 	}
 	var ips []netip.Addr
@@ -100,7 +106,7 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 	if mode == v1alpha1.ResolutionIngress || len(hosts) == 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout())
+	ctx, cancel := context.WithTimeout(ctx, r.TimeoutOrDefault())
 	defer cancel()
 
 	useAWS := mode == v1alpha1.ResolutionAWS || (mode == v1alpha1.ResolutionAuto && r.AWS != nil && IsELBHostname(hosts[0]))
@@ -135,7 +141,28 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 	return out, nil
 }
 
-func (r *Resolver) timeout() time.Duration {
+// loadBalancerByName resolves a load balancer no Service stands for (one
+// composed as a managed resource). Until it exists there is no address,
+// which is pending, not an error.
+func (r *Resolver) loadBalancerByName(ctx context.Context, name, allocationID string, res *Result) ([]netip.Addr, error) {
+	if r.AWS == nil {
+		return nil, errors.New("spec.forProvider.resolution is AWS but the ProviderConfig has no AWS credentials (spec.aws.source)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.TimeoutOrDefault())
+	defer cancel()
+	addrs, err := r.AWS.PlacedLoadBalancerAddresses(ctx, name, allocationID)
+	if errors.Is(err, ErrNoLoadBalancer) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("AWS load balancer %s: %w", name, err)
+	}
+	res.Source = v1alpha1.SourceAWSAPI
+	return addrs, nil
+}
+
+// TimeoutOrDefault is how long one lookup may take.
+func (r *Resolver) TimeoutOrDefault() time.Duration {
 	if r.Timeout > 0 {
 		return r.Timeout
 	}

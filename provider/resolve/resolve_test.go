@@ -30,6 +30,10 @@ func (f fixedAWS) LoadBalancerAddresses(context.Context, string, string) ([]neti
 	return f.addrs, f.err
 }
 
+func (f fixedAWS) PlacedLoadBalancerAddresses(context.Context, string, string) ([]netip.Addr, error) {
+	return f.addrs, f.err
+}
+
 func TestResolve(t *testing.T) {
 	d := harness.StartDNS(t)
 	const nlb = "k8s-teama-myrelay0-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com"

@@ -51,3 +51,97 @@ func (m *Moto) CreateNLB(t testing.TB, name string) string {
 	}
 	return *lb.LoadBalancers[0].DNSName
 }
+
+// AWSNetwork is a VPC in moto with the subnets and Elastic IPs the
+// placement checks meet in real accounts.
+type AWSNetwork struct {
+	VPCID string
+	// PublicSubnet routes to an internet gateway (zone us-east-1a);
+	// MappedSubnet only maps public IPs on launch (us-east-1b);
+	// PrivateSubnet has neither (us-east-1c).
+	PublicSubnet, MappedSubnet, PrivateSubnet string
+	// FreeAllocations are two unassociated Elastic IPs; UsedAllocation is
+	// associated with an instance.
+	FreeAllocations [2]string
+	UsedAllocation  string
+	Instance        string
+}
+
+// CreateAWSNetwork builds an AWSNetwork in moto.
+func (m *Moto) CreateAWSNetwork(t testing.TB) AWSNetwork {
+	t.Helper()
+	ctx := context.Background()
+	e, _ := m.AWSClients()
+	check := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n AWSNetwork
+	vpc, err := e.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.1.0.0/16")})
+	check(err)
+	n.VPCID = *vpc.Vpc.VpcId
+	subnet := func(cidr, az string) string {
+		sn, err := e.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String(cidr), AvailabilityZone: aws.String(az)})
+		check(err)
+		return *sn.Subnet.SubnetId
+	}
+	n.PublicSubnet = subnet("10.1.1.0/24", "us-east-1a")
+	n.MappedSubnet = subnet("10.1.2.0/24", "us-east-1b")
+	n.PrivateSubnet = subnet("10.1.3.0/24", "us-east-1c")
+
+	igw, err := e.CreateInternetGateway(ctx, &ec2.CreateInternetGatewayInput{})
+	check(err)
+	_, err = e.AttachInternetGateway(ctx, &ec2.AttachInternetGatewayInput{InternetGatewayId: igw.InternetGateway.InternetGatewayId, VpcId: vpc.Vpc.VpcId})
+	check(err)
+	rt, err := e.CreateRouteTable(ctx, &ec2.CreateRouteTableInput{VpcId: vpc.Vpc.VpcId})
+	check(err)
+	_, err = e.CreateRoute(ctx, &ec2.CreateRouteInput{RouteTableId: rt.RouteTable.RouteTableId, DestinationCidrBlock: aws.String("0.0.0.0/0"), GatewayId: igw.InternetGateway.InternetGatewayId})
+	check(err)
+	_, err = e.AssociateRouteTable(ctx, &ec2.AssociateRouteTableInput{RouteTableId: rt.RouteTable.RouteTableId, SubnetId: aws.String(n.PublicSubnet)})
+	check(err)
+	_, err = e.ModifySubnetAttribute(ctx, &ec2.ModifySubnetAttributeInput{SubnetId: aws.String(n.MappedSubnet), MapPublicIpOnLaunch: &ec2types.AttributeBooleanValue{Value: aws.Bool(true)}})
+	check(err)
+
+	for i := range n.FreeAllocations {
+		a, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
+		check(err)
+		n.FreeAllocations[i] = *a.AllocationId
+	}
+	used, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
+	check(err)
+	n.UsedAllocation = *used.AllocationId
+	inst, err := e.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: aws.String(n.PublicSubnet)})
+	check(err)
+	n.Instance = *inst.Instances[0].InstanceId
+	_, err = e.AssociateAddress(ctx, &ec2.AssociateAddressInput{AllocationId: used.AllocationId, InstanceId: aws.String(n.Instance)})
+	check(err)
+	return n
+}
+
+// CreatePlacedNLB makes an internet-facing network load balancer named
+// name in one subnet with one Elastic IP, as a Managed replica's LB is.
+func (m *Moto) CreatePlacedNLB(t testing.TB, name, subnetID, allocationID string) {
+	t.Helper()
+	_, l := m.AWSClients()
+	_, err := l.CreateLoadBalancer(context.Background(), &elbv2.CreateLoadBalancerInput{
+		Name: aws.String(name), Type: elbtypes.LoadBalancerTypeEnumNetwork,
+		Scheme:         elbtypes.LoadBalancerSchemeEnumInternetFacing,
+		SubnetMappings: []elbtypes.SubnetMapping{{SubnetId: aws.String(subnetID), AllocationId: aws.String(allocationID)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PublicIP returns an Elastic IP's address.
+func (m *Moto) PublicIP(t testing.TB, allocationID string) string {
+	t.Helper()
+	e, _ := m.AWSClients()
+	out, err := e.DescribeAddresses(context.Background(), &ec2.DescribeAddressesInput{AllocationIds: []string{allocationID}})
+	if err != nil || len(out.Addresses) == 0 {
+		t.Fatalf("describing %s: %v", allocationID, err)
+	}
+	return *out.Addresses[0].PublicIp
+}

@@ -45,7 +45,17 @@ var cases = []renderCase{
 	{"v2-ready", "examples/peerrelay.yaml", "package/configuration/composition-v2.yaml",
 		[]string{"--observed-resources", "examples/render/observed.yaml", "--required-resources", "examples/render/pods.yaml"}},
 	{"legacy", "examples/render/xr-legacy.yaml", "package/configuration/composition-legacy.yaml", nil},
-	{"aws-eip", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml", nil},
+	{"aws-eip", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-eip-checked", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml",
+		[]string{"--observed-resources", "examples/render/observed-aws-eip.yaml", "--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-allocate", "examples/aws-allocate.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-allocate-allocated", "examples/aws-allocate.yaml", "package/configuration/composition-v2.yaml",
+		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-managed", "examples/aws-managed.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-managed-allocated", "examples/aws-managed.yaml", "package/configuration/composition-v2.yaml",
+		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/pods-aws-managed.yaml"}},
+	{"aws-managed-legacy", "examples/render/xr-legacy-aws.yaml", "package/configuration/composition-legacy.yaml",
+		[]string{"--observed-resources", "examples/render/observed-aws-legacy.yaml"}},
 	{"two-steps", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
 }
 
@@ -152,7 +162,11 @@ func TestRenderExamples(t *testing.T) {
 	})
 
 	t.Run("ServerSideDryRun", func(t *testing.T) {
-		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "test/crds"))
+		upbound := filepath.Join(root, ".cache/upbound-crds")
+		if _, err := os.Stat(upbound); err != nil {
+			harness.Missing(t, "the Upbound AWS CRDs in %s (make tools)", upbound)
+		}
+		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "test/crds"), upbound)
 		c, err := client.New(api.Config, client.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -163,13 +177,18 @@ func TestRenderExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		applied := 0
+		applied, awsNamespaced, awsCluster := 0, 0, 0
 		for name, out := range rendered {
 			for i, obj := range splitYAML(t, out) {
 				if i == 0 {
 					continue // the XR itself: its status only; the examples are checked below
 				}
 				prepare(obj)
+				if namespacedUpbound(obj) {
+					awsNamespaced++
+				} else if strings.Contains(obj.GetAPIVersion(), ".aws.upbound.io/") {
+					awsCluster++
+				}
 				if err := c.Patch(ctx, obj, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("render-test")); err != nil {
 					t.Errorf("%s object %d (%s %s): the API server rejects it: %v", name, i, obj.GetKind(), obj.GetName(), err)
 					continue
@@ -193,6 +212,10 @@ func TestRenderExamples(t *testing.T) {
 		if applied < 30 {
 			t.Errorf("dry-run applied only %d objects; the renders should hold more", applied)
 		}
+		// Every AWS kind, in both flavours, met a real Upbound schema.
+		if awsNamespaced < 10 || awsCluster < 8 {
+			t.Errorf("dry-run met %d namespaced and %d cluster-scoped AWS managed resources; the AWS renders hold more", awsNamespaced, awsCluster)
+		}
 	})
 }
 
@@ -202,6 +225,40 @@ func prepare(obj *unstructured.Unstructured) {
 	obj.SetOwnerReferences(nil)
 	obj.SetResourceVersion("")
 	delete(obj.Object, "status")
+}
+
+// namespacedUpbound turns one of Upbound's namespaced (.m.) managed
+// resources into its cluster-scoped twin and reports whether it did. The
+// module proxy serves only provider-aws v1, whose CRDs are the cluster-scoped
+// kinds; the v2 provider generates the .m. kinds from the same Terraform
+// schema, so their forProvider fields are checked against the v1 CRDs. What
+// differs (the namespace, namespaced references, providerConfigRef.kind) is
+// removed first, and so is not checked here.
+func namespacedUpbound(obj *unstructured.Unstructured) bool {
+	if !strings.Contains(obj.GetAPIVersion(), ".aws.m.upbound.io/") {
+		return false
+	}
+	obj.SetAPIVersion(strings.Replace(obj.GetAPIVersion(), ".aws.m.upbound.io/", ".aws.upbound.io/", 1))
+	obj.SetNamespace("")
+	unstructured.RemoveNestedField(obj.Object, "spec", "providerConfigRef", "kind")
+	var dropNamespaces func(v any)
+	dropNamespaces = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if m, ok := c.(map[string]any); ok && strings.HasSuffix(k, "Ref") {
+					delete(m, "namespace")
+				}
+				dropNamespaces(c)
+			}
+		case []any:
+			for _, c := range x {
+				dropNamespaces(c)
+			}
+		}
+	}
+	dropNamespaces(obj.Object["spec"])
+	return true
 }
 
 func splitYAML(t *testing.T, b []byte) []*unstructured.Unstructured {

@@ -55,4 +55,26 @@ type Input struct {
 	// +kubebuilder:validation:Enum=ProviderConfig;ClusterProviderConfig
 	// +optional
 	ProviderConfigKind string `json:"providerConfigKind,omitempty"`
+
+	// AWSRegion the composed AWS managed resources use when a PeerRelay's
+	// spec.aws.region is not set.
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]+$`
+	// +optional
+	AWSRegion string `json:"awsRegion,omitempty"`
+
+	// AWSProviderConfig the composed AWS managed resources use; default
+	// the AWS provider's own default.
+	// +optional
+	AWSProviderConfig *AWSProviderConfigRef `json:"awsProviderConfig,omitempty"`
+}
+
+// AWSProviderConfigRef names the AWS provider's config.
+type AWSProviderConfigRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Kind, for namespaced (v2) managed resources: ProviderConfig or
+	// ClusterProviderConfig (default).
+	// +kubebuilder:validation:Enum=ProviderConfig;ClusterProviderConfig
+	// +optional
+	Kind string `json:"kind,omitempty"`
 }

@@ -157,23 +157,99 @@ type ServiceSpec struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// AWSSpec pins replicas to Elastic IPs.
+// LoadBalancerMode says who provisions each replica's AWS load balancer.
+// +kubebuilder:validation:Enum=Controller;Managed
+type LoadBalancerMode string
+
+// Load balancer modes.
+const (
+	// LoadBalancerController: the AWS Load Balancer Controller provisions an
+	// NLB for each replica's LoadBalancer Service, from its annotations.
+	LoadBalancerController LoadBalancerMode = "Controller"
+	// LoadBalancerManaged: the function composes each replica's NLB, UDP
+	// target group, listener and target registration as Crossplane AWS
+	// managed resources; the Services are ClusterIP.
+	LoadBalancerManaged LoadBalancerMode = "Managed"
+)
+
+// ZonePlacement says where replicas are scheduled.
+// +kubebuilder:validation:Enum=Any;PerReplica
+type ZonePlacement string
+
+// Zone placements.
+const (
+	// ZonePlacementAny leaves scheduling to spec.pod.
+	ZonePlacementAny ZonePlacement = "Any"
+	// ZonePlacementPerReplica runs each replica in the zone of its own
+	// subnet (one single-pod StatefulSet per replica).
+	ZonePlacementPerReplica ZonePlacement = "PerReplica"
+)
+
+// AWSSpec pins replicas to Elastic IPs, optionally allocating them and the
+// load balancers as Crossplane AWS managed resources.
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || !has(self.elasticIPs)",message="spec.aws.subnets generates spec.aws.elasticIPs: set one of them, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.subnets) == (has(self.allocate) && self.allocate)",message="spec.aws.subnets and spec.aws.allocate: true go together (replica i gets a new Elastic IP in subnets[i mod len])"
 type AWSSpec struct {
+	// Region the AWS managed resources are created in; default the
+	// function Input's awsRegion.
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]+$`
+	// +optional
+	Region string `json:"region,omitempty"`
+
 	// ElasticIPs: replica N uses entry N.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	ElasticIPs []ElasticIP `json:"elasticIPs,omitempty"`
+
+	// Subnets, with allocate: true, stand for elasticIPs: replica i gets a
+	// new Elastic IP and subnets[i mod len(subnets)].
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:Pattern=`^subnet-[0-9a-f]+$`
+	// +optional
+	Subnets []string `json:"subnets,omitempty"`
+
+	// Allocate goes with subnets.
+	// +optional
+	Allocate bool `json:"allocate,omitempty"`
+
+	// LoadBalancer: Controller (default) or Managed.
+	// +kubebuilder:default=Controller
+	// +optional
+	LoadBalancer LoadBalancerMode `json:"loadBalancer,omitempty"`
+
+	// ZonePlacement: Any (default) or PerReplica.
+	// +kubebuilder:default=Any
+	// +optional
+	ZonePlacement ZonePlacement `json:"zonePlacement,omitempty"`
+
+	// VPCID of the subnets, for the Managed target groups; default the VPC
+	// the provider finds the subnet in.
+	// +kubebuilder:validation:Pattern=`^vpc-[0-9a-f]+$`
+	// +optional
+	VPCID string `json:"vpcID,omitempty"`
 }
 
-// ElasticIP is an allocation and the subnet its NLB is placed in.
+// ElasticIP is an allocation, or a request for one, and the subnet its NLB
+// is placed in.
+// +kubebuilder:validation:XValidation:rule="has(self.allocationID) != (has(self.allocate) && self.allocate)",message="set allocationID or allocate: true, not both"
 type ElasticIP struct {
-	// AllocationID of the Elastic IP.
+	// AllocationID of an existing Elastic IP.
 	// +kubebuilder:validation:Pattern=`^eipalloc-[0-9a-f]+$`
-	AllocationID string `json:"allocationID"`
+	// +optional
+	AllocationID string `json:"allocationID,omitempty"`
+	// Allocate a new Elastic IP as a Crossplane managed resource.
+	// +optional
+	Allocate bool `json:"allocate,omitempty"`
 	// SubnetID of a public subnet in the allocation's zone.
 	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-f]+$`
 	SubnetID string `json:"subnetID"`
+	// Zone of the subnet, for zonePlacement: PerReplica; default the zone
+	// the provider finds the subnet in.
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$`
+	// +optional
+	Zone string `json:"zone,omitempty"`
 }
 
 // PeerRelayStatus is written by the function. Crossplane adds conditions.

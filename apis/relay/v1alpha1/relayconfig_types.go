@@ -76,9 +76,44 @@ type AWSResolution struct {
 	// Region of the load balancer.
 	// +optional
 	Region string `json:"region,omitempty"`
-	// LoadBalancerName, when the ingress hostname does not say it.
+	// LoadBalancerName, when the ingress hostname does not say it, or when
+	// there is no Service (a load balancer composed as a managed resource).
 	// +optional
 	LoadBalancerName string `json:"loadBalancerName,omitempty"`
+	// SubnetID the replica's load balancer is placed in: the provider checks
+	// it exists and is public, and reports its zone and VPC.
+	// +kubebuilder:validation:Pattern=`^subnet-[0-9a-f]+$`
+	// +optional
+	SubnetID string `json:"subnetID,omitempty"`
+	// AllocationID of the replica's Elastic IP: the provider checks it
+	// exists and is not associated with anything but a load balancer.
+	// +kubebuilder:validation:Pattern=`^eipalloc-[0-9a-f]+$`
+	// +optional
+	AllocationID string `json:"allocationID,omitempty"`
+}
+
+// AWSPlacementObservation is what the provider found checking
+// spec.forProvider.aws's subnet and allocation against AWS.
+type AWSPlacementObservation struct {
+	// SubnetID and AllocationID that were checked.
+	// +optional
+	SubnetID string `json:"subnetID,omitempty"`
+	// +optional
+	AllocationID string `json:"allocationID,omitempty"`
+	// Checked is false when the provider could not check (no AWS access in
+	// its provider config); Message says why.
+	Checked bool `json:"checked"`
+	// Zone and VPCID of the subnet.
+	// +optional
+	Zone string `json:"zone,omitempty"`
+	// +optional
+	VPCID string `json:"vpcID,omitempty"`
+	// Problems found, each naming the ID; empty when the placement is valid.
+	// +optional
+	Problems []string `json:"problems,omitempty"`
+	// Message says why nothing was checked.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RelayConfigParameters is the desired config of one relay replica.
@@ -147,6 +182,9 @@ type RelayConfigObservation struct {
 	DeviceID string `json:"deviceID,omitempty"`
 	// AuthKeyID of the key the provider minted, when it minted one.
 	AuthKeyID string `json:"authKeyID,omitempty"`
+	// AWS is the check of spec.forProvider.aws's subnet and allocation.
+	// +optional
+	AWS *AWSPlacementObservation `json:"aws,omitempty"`
 }
 
 // RelayConfigSpec is the managed resource spec.

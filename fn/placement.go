@@ -1,0 +1,286 @@
+package fn
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// placementIDs are the subnet and Elastic IP a replica's load balancer is
+// placed with.
+type placementIDs struct {
+	SubnetID     string `json:"s"`
+	AllocationID string `json:"a"`
+}
+
+// awsObserved is what the function reads back to place replicas on AWS.
+// It shapes what is composed, so it is part of the composition cache key.
+type awsObserved struct {
+	// Allocations reported by composed Elastic IPs, by replica.
+	Allocations map[int]string `json:"a,omitempty"`
+	// Checks the provider made of each replica's subnet and allocation.
+	Checks map[int]*relayv1alpha1.AWSPlacementObservation `json:"c,omitempty"`
+	// Applied is the placement each replica's Service or load balancer has
+	// now: what is kept while a new one is not yet checked, or invalid.
+	Applied map[int]placementIDs `json:"p,omitempty"`
+	// PodIPs by pod name, for the Managed target registrations.
+	PodIPs map[string]string `json:"i,omitempty"`
+}
+
+// observeAWS reads what AWS placement depends on from the request, or
+// returns nil when the PeerRelay has no spec.aws.
+func observeAWS(req *fnv1.RunFunctionRequest) *awsObserved {
+	spec := req.GetObserved().GetComposite().GetResource().GetFields()["spec"].GetStructValue()
+	if spec.GetFields()["aws"] == nil {
+		return nil
+	}
+	o := &awsObserved{}
+	for key, res := range req.GetObserved().GetResources() {
+		obj := res.GetResource()
+		var i int
+		switch {
+		case scan(key, "eip-%d", &i):
+			if id := str(obj, "status", "atProvider", "allocationId"); id != "" {
+				setIn(&o.Allocations, i, id)
+			}
+		case scan(key, "relayconfig-%d", &i):
+			if c := awsCheck(obj); c != nil {
+				setIn(&o.Checks, i, c)
+			}
+		case scan(key, "service-%d", &i):
+			a := placementIDs{
+				AllocationID: str(obj, "metadata", "annotations", annotationEIPAllocations),
+				SubnetID:     str(obj, "metadata", "annotations", annotationSubnets),
+			}
+			if a.AllocationID != "" && a.SubnetID != "" {
+				setIn(&o.Applied, i, a)
+			}
+		case scan(key, "lb-%d", &i):
+			m := value(obj, "spec", "forProvider", "subnetMapping").GetListValue().GetValues()
+			if len(m) > 0 {
+				sm := m[0].GetStructValue()
+				a := placementIDs{SubnetID: str(sm, "subnetId"), AllocationID: str(sm, "allocationId")}
+				if a.AllocationID != "" && a.SubnetID != "" {
+					setIn(&o.Applied, i, a)
+				}
+			}
+		}
+	}
+	for _, p := range req.GetRequiredResources()[requiredPodsKey].GetItems() {
+		name := str(p.GetResource(), "metadata", "name")
+		if ip := str(p.GetResource(), "status", "podIP"); name != "" && ip != "" {
+			setIn(&o.PodIPs, name, ip)
+		}
+	}
+	return o
+}
+
+func setIn[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+}
+
+func awsCheck(obj *structpb.Struct) *relayv1alpha1.AWSPlacementObservation {
+	v := value(obj, "status", "atProvider", "aws").GetStructValue()
+	if v == nil {
+		return nil
+	}
+	c := &relayv1alpha1.AWSPlacementObservation{
+		SubnetID:     str(v, "subnetID"),
+		AllocationID: str(v, "allocationID"),
+		Checked:      value(v, "checked").GetBoolValue(),
+		Zone:         str(v, "zone"),
+		VPCID:        str(v, "vpcID"),
+		Message:      str(v, "message"),
+	}
+	for _, p := range value(v, "problems").GetListValue().GetValues() {
+		c.Problems = append(c.Problems, p.GetStringValue())
+	}
+	return c
+}
+
+func value(s *structpb.Struct, path ...string) *structpb.Value {
+	var v *structpb.Value
+	for _, p := range path {
+		v = s.GetFields()[p]
+		s = v.GetStructValue()
+	}
+	return v
+}
+
+func str(s *structpb.Struct, path ...string) string { return value(s, path...).GetStringValue() }
+
+// awsPlan is how a PeerRelay's replicas are placed on AWS: present when
+// spec.aws pins replicas to subnets (elasticIPs or subnets).
+type awsPlan struct {
+	Region          string
+	Managed         bool
+	PerReplicaZones bool
+	// Legacy: the XR is a cluster-scoped XPeerRelay, whose AWS managed
+	// resources are the cluster-scoped (non-.m.) kinds.
+	Legacy bool
+	// XRBase names the cluster-scoped managed resources of a legacy XR.
+	XRBase         string
+	ProviderConfig *fnv1alpha1.AWSProviderConfigRef
+	Replicas       []replicaPlan
+}
+
+// replicaPlan is one replica's placement.
+type replicaPlan struct {
+	// Want is the placement the spec asks for. Its AllocationID is empty
+	// while a new Elastic IP has not reported one.
+	Want     placementIDs
+	Allocate bool
+	// Use is the placement composed now: Want once the provider has checked
+	// it, else the one applied before (nothing changes until the check
+	// passes), else nil and the Service or load balancer waits.
+	Use *placementIDs
+	// Zone and VPCID of Use's subnet, from the spec or the provider.
+	Zone, VPCID string
+	// Problems the provider found with Want; Waiting why Want is not used.
+	Problems []string
+	Waiting  string
+	// PodIP of the replica's pod, for the Managed target registration.
+	PodIP string
+}
+
+// planAWS places each replica, from the spec and what was observed.
+func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
+	a := r.Spec.AWS
+	if a == nil || (len(a.ElasticIPs) == 0 && len(a.Subnets) == 0) {
+		return nil, nil
+	}
+	if o == nil {
+		o = &awsObserved{}
+	}
+	p := &awsPlan{
+		Region:          a.Region,
+		Managed:         a.LoadBalancer == v1alpha1.LoadBalancerManaged,
+		PerReplicaZones: a.ZonePlacement == v1alpha1.ZonePlacementPerReplica,
+		Legacy:          r.Legacy,
+		XRBase:          r.XRBase,
+		ProviderConfig:  in.AWSProviderConfig,
+	}
+	if p.Region == "" {
+		p.Region = in.AWSRegion
+	}
+	allocates := a.Allocate
+	for _, e := range a.ElasticIPs {
+		allocates = allocates || e.Allocate
+	}
+	if p.Region == "" && (allocates || p.Managed) {
+		return nil, specError{aws: true, err: fmt.Errorf("spec.aws.region: needed to create AWS managed resources (Elastic IPs, load balancers): set it, or awsRegion in the function's Input")}
+	}
+	for i := range r.Replicas {
+		rp := replicaPlan{}
+		var zone string
+		if len(a.Subnets) > 0 {
+			rp.Want.SubnetID, rp.Allocate = a.Subnets[i%len(a.Subnets)], true
+		} else {
+			e := a.ElasticIPs[i]
+			rp.Want = placementIDs{SubnetID: e.SubnetID, AllocationID: e.AllocationID}
+			rp.Allocate, zone = e.Allocate, e.Zone
+		}
+		if rp.Allocate {
+			rp.Want.AllocationID = o.Allocations[i]
+		}
+		rp.PodIP = o.PodIPs[podName(r, i)]
+		check := o.Checks[i]
+		checked := check != nil && check.SubnetID == rp.Want.SubnetID && check.AllocationID == rp.Want.AllocationID
+		switch {
+		case rp.Want.AllocationID == "":
+			rp.Waiting = fmt.Sprintf("replica %d waits for its Elastic IP %s to report an allocation ID", i, p.name(r, i))
+		case !checked:
+			rp.Waiting = fmt.Sprintf("replica %d waits for the provider to check %s and %s against AWS", i, rp.Want.SubnetID, rp.Want.AllocationID)
+		case len(check.Problems) > 0:
+			rp.Problems = check.Problems
+		default:
+			rp.Use = &placementIDs{SubnetID: rp.Want.SubnetID, AllocationID: rp.Want.AllocationID}
+		}
+		if rp.Use == nil {
+			if applied, ok := o.Applied[i]; ok {
+				rp.Use = &applied
+			}
+		}
+		// The zone and VPC of the subnet in use, or about to be.
+		sub := rp.Want.SubnetID
+		if rp.Use != nil {
+			sub = rp.Use.SubnetID
+		}
+		rp.VPCID = a.VPCID
+		if sub == rp.Want.SubnetID {
+			rp.Zone = zone
+		}
+		if check != nil && check.SubnetID == sub {
+			rp.Zone = cmpOr(rp.Zone, check.Zone)
+			rp.VPCID = cmpOr(rp.VPCID, check.VPCID)
+		}
+		p.Replicas = append(p.Replicas, rp)
+	}
+	return p, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// name is the name of replica i's AWS managed resources: R-i beside the
+// PeerRelay for namespaced ones; the XR's own name for cluster-scoped ones,
+// which must be unique across namespaces.
+func (p *awsPlan) name(r *relay, i int) string {
+	if p.Legacy {
+		return replicaName(p.XRBase, i)
+	}
+	return replicaName(r.Base, i)
+}
+
+// loadBalancerName is replica i's name in AWS, for its load balancer and
+// target group: at most 32 characters, unique per region and account, so
+// it carries a hash of the PeerRelay's namespace and name.
+func loadBalancerName(r *relay, i int) string {
+	b := r.Base
+	if len(b) > 20 {
+		b = strings.TrimRight(b[:20], "-")
+	}
+	return b + "-" + shortHash(r.Namespace+"/"+r.Name) + "-" + strconv.Itoa(i)
+}
+
+// problems lists every replica's AWS problems, each naming the replica.
+func (p *awsPlan) problems() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for i, rp := range p.Replicas {
+		for _, pr := range rp.Problems {
+			out = append(out, fmt.Sprintf("replica %d: %s", i, pr))
+		}
+	}
+	return out
+}
+
+// waits lists why replicas wait for their AWS placement.
+func (p *awsPlan) waits() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, rp := range p.Replicas {
+		if rp.Waiting != "" {
+			out = append(out, rp.Waiting)
+		}
+	}
+	return out
+}

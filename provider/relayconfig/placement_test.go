@@ -1,0 +1,141 @@
+package relayconfig_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/relayconfig"
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
+)
+
+// TestAWSPlacementCheck: RelayConfigs name subnets and Elastic IPs of a
+// moto VPC; the provider reports each one's zone and VPC, or what is wrong
+// with it, naming the ID.
+func TestAWSPlacementCheck(t *testing.T) {
+	m := harness.StartMoto(t)
+	n := m.CreateAWSNetwork(t)
+	e := awsEnv(t, m)
+
+	type want struct {
+		zone     string
+		problem  string // fragment; "" for a valid placement
+		reason   string
+		noChange bool
+	}
+	cases := map[string]struct {
+		reason        string
+		subnet, alloc string
+		want          want
+	}{
+		"public-by-route": {
+			reason: "A subnet whose route table reaches an internet gateway, and a free Elastic IP.",
+			subnet: n.PublicSubnet, alloc: n.FreeAllocations[0],
+			want: want{zone: "us-east-1a", reason: string(relayconfig.ReasonPlacementValid)},
+		},
+		"public-by-mapping": {
+			reason: "A subnet that maps public IPs on launch counts as public.",
+			subnet: n.MappedSubnet, alloc: n.FreeAllocations[1],
+			want: want{zone: "us-east-1b", reason: string(relayconfig.ReasonPlacementValid)},
+		},
+		"private-subnet": {
+			reason: "No internet gateway route, no public mapping: not public.",
+			subnet: n.PrivateSubnet,
+			want:   want{zone: "us-east-1c", problem: "subnet " + n.PrivateSubnet + " is not public", reason: string(relayconfig.ReasonPlacementBad)},
+		},
+		"no-such-subnet": {
+			reason: "A subnet that does not exist.",
+			subnet: "subnet-0123456789abcdef0",
+			want:   want{problem: "subnet subnet-0123456789abcdef0 does not exist", reason: string(relayconfig.ReasonPlacementBad)},
+		},
+		"used-allocation": {
+			reason: "An Elastic IP held by an instance would be taken from it.",
+			subnet: n.PublicSubnet, alloc: n.UsedAllocation,
+			want: want{zone: "us-east-1a", problem: "Elastic IP " + n.UsedAllocation + " is associated with instance " + n.Instance, reason: string(relayconfig.ReasonPlacementBad)},
+		},
+		"no-such-allocation": {
+			reason: "An Elastic IP that does not exist.",
+			subnet: n.PublicSubnet, alloc: "eipalloc-0123456789abcdef0",
+			want: want{problem: "Elastic IP eipalloc-0123456789abcdef0 does not exist", reason: string(relayconfig.ReasonPlacementBad)},
+		},
+	}
+	for name, tc := range cases {
+		e.service(t, name, corev1.LoadBalancerIngress{IP: "203.0.113.50"})
+		e.relayConfig(t, name, func(rc *v1alpha1.RelayConfig) {
+			rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{SubnetID: tc.subnet, AllocationID: tc.alloc}
+		})
+	}
+	for name, tc := range cases {
+		rc := e.waitFor(t, name, "an AWS placement check", func(rc *v1alpha1.RelayConfig) bool {
+			a := rc.Status.AtProvider.AWS
+			return a != nil && a.Checked && a.SubnetID == tc.subnet && a.AllocationID == tc.alloc
+		})
+		a := rc.Status.AtProvider.AWS
+		if tc.want.zone != "" && (a.Zone != tc.want.zone || a.VPCID != n.VPCID) {
+			t.Errorf("%s: %s\nzone/VPC: want %s in %s, got %s in %s", name, tc.reason, tc.want.zone, n.VPCID, a.Zone, a.VPCID)
+		}
+		switch {
+		case tc.want.problem == "" && len(a.Problems) > 0:
+			t.Errorf("%s: %s\nwant no problems, got %v", name, tc.reason, a.Problems)
+		case tc.want.problem != "" && !strings.Contains(strings.Join(a.Problems, "; "), tc.want.problem):
+			t.Errorf("%s: %s\nwant a problem containing %q, got %v", name, tc.reason, tc.want.problem, a.Problems)
+		}
+		if c := rc.GetCondition(relayconfig.ConditionAWSPlacement); string(c.Reason) != tc.want.reason {
+			t.Errorf("%s: %s\ncondition %s: want reason %s, got %+v", name, tc.reason, relayconfig.ConditionAWSPlacement, tc.want.reason, c)
+		}
+		// The check never stands in the way of the relay's own config.
+		e.config(t, name+"-config", "the ingress endpoint", endpointsAre("203.0.113.50:41641"))
+	}
+}
+
+// TestManagedLoadBalancerResolution: a RelayConfig with no Service resolves
+// the load balancer composed for it, by name: nothing while it does not
+// exist, then its Elastic IP's address.
+func TestManagedLoadBalancerResolution(t *testing.T) {
+	m := harness.StartMoto(t)
+	n := m.CreateAWSNetwork(t)
+	e := awsEnv(t, m)
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.ServiceRef = nil
+		rc.Spec.ForProvider.Resolution = v1alpha1.ResolutionAWS
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{LoadBalancerName: "my-relay-0123abcd-0", SubnetID: n.PublicSubnet, AllocationID: n.FreeAllocations[0]}
+	})
+	e.waitFor(t, "relay-0", "AwaitingAddress while the load balancer does not exist", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition(relayconfig.ConditionResolved).Reason == relayconfig.ReasonAwaitingAddress
+	})
+	m.CreatePlacedNLB(t, "my-relay-0123abcd-0", n.PublicSubnet, n.FreeAllocations[0])
+	touchRelayConfig(t, e, "relay-0")
+	ip := m.PublicIP(t, n.FreeAllocations[0])
+	e.config(t, "relay-0-config", "the load balancer's Elastic IP", endpointsAre(ip+":41641"))
+}
+
+func awsEnv(t *testing.T, m *harness.Moto) *env {
+	t.Helper()
+	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
+		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},
+	}})
+	must(t, e.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "aws"},
+		Data: map[string][]byte{"aws_access_key_id": []byte("testing"), "aws_secret_access_key": []byte("testing")}}))
+	return e
+}
+
+// touchRelayConfig changes an annotation so the provider looks again now
+// rather than at its next poll.
+func touchRelayConfig(t *testing.T, e *env, name string) {
+	t.Helper()
+	rc := &v1alpha1.RelayConfig{}
+	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, rc))
+	meta := rc.GetAnnotations()
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["touched"] = "now"
+	rc.SetAnnotations(meta)
+	must(t, e.c.Update(context.Background(), rc))
+}

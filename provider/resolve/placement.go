@@ -1,0 +1,157 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// PlacementEC2API is the part of the EC2 client the placement check calls.
+type PlacementEC2API interface {
+	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	DescribeRouteTables(ctx context.Context, in *ec2.DescribeRouteTablesInput, opts ...func(*ec2.Options)) (*ec2.DescribeRouteTablesOutput, error)
+	DescribeAddresses(ctx context.Context, in *ec2.DescribeAddressesInput, opts ...func(*ec2.Options)) (*ec2.DescribeAddressesOutput, error)
+	DescribeNetworkInterfaces(ctx context.Context, in *ec2.DescribeNetworkInterfacesInput, opts ...func(*ec2.Options)) (*ec2.DescribeNetworkInterfacesOutput, error)
+}
+
+// PlacementChecker checks a replica's subnet and Elastic IP against AWS
+// before anything is placed with them.
+type PlacementChecker struct {
+	EC2 PlacementEC2API
+}
+
+// Check looks at the subnet and, when given, the allocation. What is wrong
+// with them comes back as Problems, each naming the ID; an error means AWS
+// could not be asked, and nothing is known.
+func (c PlacementChecker) Check(ctx context.Context, subnetID, allocationID string) (v1alpha1.AWSPlacementObservation, error) {
+	obs := v1alpha1.AWSPlacementObservation{SubnetID: subnetID, AllocationID: allocationID, Checked: true}
+	if subnetID != "" {
+		if err := c.checkSubnet(ctx, &obs); err != nil {
+			return obs, err
+		}
+	}
+	if allocationID != "" {
+		if err := c.checkAllocation(ctx, &obs); err != nil {
+			return obs, err
+		}
+	}
+	return obs, nil
+}
+
+func (c PlacementChecker) checkSubnet(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
+	out, err := c.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{obs.SubnetID}})
+	if notFound(err) || (err == nil && len(out.Subnets) == 0) {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("subnet %s does not exist in this region", obs.SubnetID))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("describing subnet %s: %w", obs.SubnetID, err)
+	}
+	sn := out.Subnets[0]
+	obs.Zone, obs.VPCID = aws.ToString(sn.AvailabilityZone), aws.ToString(sn.VpcId)
+	if aws.ToBool(sn.MapPublicIpOnLaunch) {
+		return nil
+	}
+	public, err := c.routesToInternet(ctx, obs.SubnetID, obs.VPCID)
+	if err != nil {
+		return err
+	}
+	if !public {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("subnet %s is not public: its route table has no route to an internet gateway (and MapPublicIpOnLaunch is off), so an internet-facing load balancer cannot use it", obs.SubnetID))
+	}
+	return nil
+}
+
+// routesToInternet says whether the subnet's route table (its own, else
+// the VPC's main one) routes to an internet gateway.
+func (c PlacementChecker) routesToInternet(ctx context.Context, subnetID, vpcID string) (bool, error) {
+	out, err := c.EC2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("association.subnet-id"), Values: []string{subnetID}},
+	}})
+	if err != nil {
+		return false, fmt.Errorf("describing the route table of subnet %s: %w", subnetID, err)
+	}
+	tables := out.RouteTables
+	if len(tables) == 0 {
+		out, err = c.EC2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{
+			{Name: aws.String("vpc-id"), Values: []string{vpcID}},
+			{Name: aws.String("association.main"), Values: []string{"true"}},
+		}})
+		if err != nil {
+			return false, fmt.Errorf("describing the main route table of %s: %w", vpcID, err)
+		}
+		tables = out.RouteTables
+	}
+	for _, t := range tables {
+		for _, r := range t.Routes {
+			if strings.HasPrefix(aws.ToString(r.GatewayId), "igw-") {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func (c PlacementChecker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
+	out, err := c.EC2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{AllocationIds: []string{obs.AllocationID}})
+	if notFound(err) || (err == nil && len(out.Addresses) == 0) {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s does not exist in this region", obs.AllocationID))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("describing Elastic IP %s: %w", obs.AllocationID, err)
+	}
+	a := out.Addresses[0]
+	if a.Domain != "" && a.Domain != ec2types.DomainTypeVpc {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is not a VPC address (domain %s)", obs.AllocationID, a.Domain))
+	}
+	switch {
+	case aws.ToString(a.InstanceId) != "":
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is associated with instance %s: release it from there first", obs.AllocationID, aws.ToString(a.InstanceId)))
+	case aws.ToString(a.NetworkInterfaceId) != "":
+		eni := aws.ToString(a.NetworkInterfaceId)
+		lb, err := c.loadBalancerInterface(ctx, eni)
+		if err != nil {
+			return err
+		}
+		// A load balancer holding it is expected: it is this replica's,
+		// once placed. Anything else holds an address we would take.
+		if !lb {
+			obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is associated with network interface %s, which is not a load balancer's: release it from there first", obs.AllocationID, eni))
+		}
+	}
+	return nil
+}
+
+// loadBalancerInterface says whether a network interface belongs to a
+// network load balancer.
+func (c PlacementChecker) loadBalancerInterface(ctx context.Context, eni string) (bool, error) {
+	out, err := c.EC2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{eni}})
+	if notFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describing network interface %s: %w", eni, err)
+	}
+	for _, ni := range out.NetworkInterfaces {
+		if ni.InterfaceType == ec2types.NetworkInterfaceTypeNetworkLoadBalancer || strings.HasPrefix(aws.ToString(ni.Description), "ELB net/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// notFound tells EC2's "no such ID" errors (InvalidSubnetID.NotFound,
+// InvalidAllocationID.NotFound, ...) from failures to ask.
+func notFound(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && strings.HasSuffix(ae.ErrorCode(), ".NotFound")
+}
