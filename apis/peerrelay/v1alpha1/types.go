@@ -207,6 +207,7 @@ type AWSSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:Pattern=`^subnet-[0-9a-f]+$`
+	// +listType=set
 	// +optional
 	Subnets []string `json:"subnets,omitempty"`
 
