@@ -2,7 +2,6 @@ package fn
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"sync"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -88,12 +87,8 @@ func cacheKey(req *fnv1.RunFunctionRequest, aws *awsObserved) (k [sha256.Size]by
 		return k, false
 	}
 	// So does what was observed of the replicas' AWS placement.
-	d, err := json.Marshal(aws)
-	if err != nil {
-		return k, false
-	}
 	h := sha256.New()
-	for _, part := range [][]byte{a, b, c, d} {
+	for _, part := range [][]byte{a, b, c, aws.key()} {
 		h.Write(part)
 		h.Write([]byte{0})
 	}

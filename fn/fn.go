@@ -56,12 +56,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 	r := c.relay
 	log := f.Log.WithValues("namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas)
 
-	observed, err := request.GetObservedComposedResources(req)
-	if err != nil {
-		response.Fatal(rsp, fmt.Errorf("cannot read observed composed resources: %w", err))
-		return rsp
-	}
-	obs := observedState{observed: observed, pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
+	obs := observedState{observed: req.GetObserved().GetResources(), pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()

@@ -19,6 +19,8 @@ func FuzzRunFunction(f *testing.F) {
 	for _, seed := range []struct{ name, spec string }{
 		{"my-relay", `{"replicas":3,"authKeySecretRef":{"name":"ts-auth"}}`},
 		{"r", `{"replicas":2,"aws":{"elasticIPs":[{"allocationID":"eipalloc-0a","subnetID":"subnet-0a"},{"allocationID":"eipalloc-0b","subnetID":"subnet-0b"}]}}`},
+		{"r", `{"replicas":2,"aws":{"region":"eu-west-1","loadBalancer":"Managed","zonePlacement":"PerReplica","elasticIPs":[{"subnetID":"subnet-0a","allocate":true,"zone":"eu-west-1a"},{"subnetID":"subnet-0b","allocate":true}]}}`},
+		{"r", `{"replicas":3,"aws":{"region":"eu-west-1","subnets":["subnet-0a","subnet-0b"],"allocate":true}}`},
 		{"x.y", `{"tags":["tag:a","tag:b"],"staticEndpoints":["[2001:db8::1]:1"],"port":7}`},
 		{"9-lives", `{"replicas":"3"}`},
 		{"a-very-long-name-a-very-long-name-a-very-long-name-a-very-long-name", `{"hostnamePrefix":"abc","service":{"annotations":{"k":"v"}}}`},

@@ -2,6 +2,8 @@ package fn
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,22 +18,22 @@ import (
 // placementIDs are the subnet and Elastic IP a replica's load balancer is
 // placed with.
 type placementIDs struct {
-	SubnetID     string `json:"s"`
-	AllocationID string `json:"a"`
+	SubnetID     string
+	AllocationID string
 }
 
 // awsObserved is what the function reads back to place replicas on AWS.
 // It shapes what is composed, so it is part of the composition cache key.
 type awsObserved struct {
 	// Allocations reported by composed Elastic IPs, by replica.
-	Allocations map[int]string `json:"a,omitempty"`
+	Allocations map[int]string
 	// Checks the provider made of each replica's subnet and allocation.
-	Checks map[int]*relayv1alpha1.AWSPlacementObservation `json:"c,omitempty"`
+	Checks map[int]*relayv1alpha1.AWSPlacementObservation
 	// Applied is the placement each replica's Service or load balancer has
 	// now: what is kept while a new one is not yet checked, or invalid.
-	Applied map[int]placementIDs `json:"p,omitempty"`
+	Applied map[int]placementIDs
 	// PodIPs by pod name, for the Managed target registrations.
-	PodIPs map[string]string `json:"i,omitempty"`
+	PodIPs map[string]string
 }
 
 // observeAWS reads what AWS placement depends on from the request, or
@@ -44,17 +46,15 @@ func observeAWS(req *fnv1.RunFunctionRequest) *awsObserved {
 	o := &awsObserved{}
 	for key, res := range req.GetObserved().GetResources() {
 		obj := res.GetResource()
-		var i int
-		switch {
-		case scan(key, "eip-%d", &i):
+		if i, ok := indexed(key, "eip-"); ok {
 			if id := str(obj, "status", "atProvider", "allocationId"); id != "" {
 				setIn(&o.Allocations, i, id)
 			}
-		case scan(key, "relayconfig-%d", &i):
+		} else if i, ok := indexed(key, "relayconfig-"); ok {
 			if c := awsCheck(obj); c != nil {
 				setIn(&o.Checks, i, c)
 			}
-		case scan(key, "service-%d", &i):
+		} else if i, ok := indexed(key, "service-"); ok {
 			a := placementIDs{
 				AllocationID: str(obj, "metadata", "annotations", annotationEIPAllocations),
 				SubnetID:     str(obj, "metadata", "annotations", annotationSubnets),
@@ -62,7 +62,7 @@ func observeAWS(req *fnv1.RunFunctionRequest) *awsObserved {
 			if a.AllocationID != "" && a.SubnetID != "" {
 				setIn(&o.Applied, i, a)
 			}
-		case scan(key, "lb-%d", &i):
+		} else if i, ok := indexed(key, "lb-"); ok {
 			m := value(obj, "spec", "forProvider", "subnetMapping").GetListValue().GetValues()
 			if len(m) > 0 {
 				sm := m[0].GetStructValue()
@@ -80,6 +80,29 @@ func observeAWS(req *fnv1.RunFunctionRequest) *awsObserved {
 		}
 	}
 	return o
+}
+
+// key writes what was observed compactly and in a fixed order: part of the
+// composition cache key.
+func (o *awsObserved) key() []byte {
+	if o == nil {
+		return nil
+	}
+	var b []byte
+	for _, i := range slices.Sorted(maps.Keys(o.Allocations)) {
+		b = fmt.Appendf(b, "a%d=%s\x00", i, o.Allocations[i])
+	}
+	for _, i := range slices.Sorted(maps.Keys(o.Checks)) {
+		c := o.Checks[i]
+		b = fmt.Appendf(b, "c%d=%s,%s,%t,%s,%s,%q,%q\x00", i, c.SubnetID, c.AllocationID, c.Checked, c.Zone, c.VPCID, c.Problems, c.Message)
+	}
+	for _, i := range slices.Sorted(maps.Keys(o.Applied)) {
+		b = fmt.Appendf(b, "p%d=%s,%s\x00", i, o.Applied[i].SubnetID, o.Applied[i].AllocationID)
+	}
+	for _, n := range slices.Sorted(maps.Keys(o.PodIPs)) {
+		b = fmt.Appendf(b, "i%s=%s\x00", n, o.PodIPs[n])
+	}
+	return b
 }
 
 func setIn[K comparable, V any](m *map[K]V, k K, v V) {
@@ -107,17 +130,6 @@ func awsCheck(obj *structpb.Struct) *relayv1alpha1.AWSPlacementObservation {
 	}
 	return c
 }
-
-func value(s *structpb.Struct, path ...string) *structpb.Value {
-	var v *structpb.Value
-	for _, p := range path {
-		v = s.GetFields()[p]
-		s = v.GetStructValue()
-	}
-	return v
-}
-
-func str(s *structpb.Struct, path ...string) string { return value(s, path...).GetStringValue() }
 
 // awsPlan is how a PeerRelay's replicas are placed on AWS: present when
 // spec.aws pins replicas to subnets (elasticIPs or subnets).

@@ -9,9 +9,9 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
@@ -82,14 +82,14 @@ func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
 
 // requiredPods returns the pods Crossplane supplied, by name, or nil when it
 // supplied none.
-func requiredPods(req *fnv1.RunFunctionRequest) map[string]*composed.Unstructured {
-	pods, ok, err := request.GetRequiredResource(req, requiredPodsKey)
-	if err != nil || !ok {
+func requiredPods(req *fnv1.RunFunctionRequest) map[string]*structpb.Struct {
+	pods, ok := req.GetRequiredResources()[requiredPodsKey]
+	if !ok {
 		return nil
 	}
-	out := make(map[string]*composed.Unstructured, len(pods))
-	for _, p := range pods {
-		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
+	out := make(map[string]*structpb.Struct, len(pods.GetItems()))
+	for _, p := range pods.GetItems() {
+		out[str(p.GetResource(), "metadata", "name")] = p.GetResource()
 	}
 	return out
 }
@@ -100,19 +100,20 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 	if _, ok := o.get(key); !ok {
 		return resource.ReadyFalse
 	}
-	var i int
+	if i, ok := indexed(key, "service-"); ok {
+		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
+	}
+	if i, ok := indexed(key, "relayconfig-"); ok {
+		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
+	}
 	switch {
 	case key == keyStatefulSet:
 		return readyIf(o.statefulSetReadyReplicas() >= int64(r.Replicas))
-	case scan(key, "statefulset-%d", &i):
+	case strings.HasPrefix(key, "statefulset-"):
 		return readyIf(o.readyReplicas(key) >= 1)
 	case isAWSKey(key):
 		c, _ := o.get(key)
-		return readyIf(c.GetCondition(managedReadyConditionTyp).Status == "True")
-	case scan(key, "service-%d", &i):
-		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
-	case scan(key, "relayconfig-%d", &i):
-		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
+		return readyIf(conditionStatus(c, managedReadyConditionTyp) == "True")
 	}
 	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding, state Secrets
 }
@@ -126,11 +127,6 @@ func isAWSKey(key string) bool {
 		}
 	}
 	return false
-}
-
-func scan(key, format string, i *int) bool {
-	n, err := fmt.Sscanf(key, format, i)
-	return err == nil && n == 1
 }
 
 func readyIf(b bool) resource.Ready {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -30,10 +30,11 @@ const (
 
 // observedState is what the function reads back from the cluster.
 type observedState struct {
-	observed map[resource.Name]resource.ObservedComposed
+	// observed composed resources by key.
+	observed map[string]*fnv1.Resource
 	// pods by name, from the required resources; nil when Crossplane has
 	// not supplied them (yet).
-	pods map[string]*composed.Unstructured
+	pods map[string]*structpb.Struct
 	// authKey says what is wrong with the auth key Secret, if anything.
 	authKey string
 }
@@ -46,48 +47,37 @@ type replicaObservation struct {
 	podReady     bool
 }
 
-func (o observedState) get(key string) (*composed.Unstructured, bool) {
-	oc, ok := o.observed[resource.Name(key)]
-	if !ok || oc.Resource == nil {
-		return nil, false
-	}
-	return oc.Resource, true
+func (o observedState) get(key string) (*structpb.Struct, bool) {
+	s := o.observed[key].GetResource()
+	return s, s != nil
 }
 
 func (o observedState) statefulSetReadyReplicas() int64 { return o.readyReplicas(keyStatefulSet) }
 
 func (o observedState) readyReplicas(key string) int64 {
-	sts, ok := o.get(key)
-	if !ok {
-		return 0
-	}
-	n, _ := sts.GetInteger("status.readyReplicas")
-	return n
+	sts, _ := o.get(key)
+	return number(sts, "status", "readyReplicas")
 }
 
 func (o observedState) replica(r *relay, i int) replicaObservation {
 	var ro replicaObservation
 	if svc, ok := o.get(svcKey(i)); ok {
-		var ingress []struct {
-			IP       string `json:"ip"`
-			Hostname string `json:"hostname"`
-		}
-		_ = svc.GetValueInto("status.loadBalancer.ingress", &ingress)
-		for _, in := range ingress {
-			if in.IP != "" || in.Hostname != "" {
+		for _, v := range value(svc, "status", "loadBalancer", "ingress").GetListValue().GetValues() {
+			ip, host := str(v.GetStructValue(), "ip"), str(v.GetStructValue(), "hostname")
+			if ip != "" || host != "" {
 				ro.serviceReady = true
 			}
-			if a, err := netip.ParseAddr(in.IP); err == nil {
+			if a, err := netip.ParseAddr(ip); err == nil {
 				ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: a.String(), Port: r.Port})
 			}
 		}
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
-		ro.configReady = rc.GetCondition(managedReadyConditionTyp).Status == "True"
+		ro.configReady = conditionStatus(rc, managedReadyConditionTyp) == "True"
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.
-		if eps, _ := rc.GetStringArray("status.atProvider.endpoints"); len(eps) > 0 {
+		if eps := stringList(rc, "status", "atProvider", "endpoints"); len(eps) > 0 {
 			ro.endpoints = ro.endpoints[:0]
 			for _, ep := range eps {
 				if ap, err := netip.ParseAddrPort(ep); err == nil {
@@ -99,7 +89,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	switch {
 	case o.pods != nil:
 		if p, ok := o.pods[podName(r, i)]; ok {
-			ro.podReady = p.GetCondition(podReadyConditionType).Status == "True"
+			ro.podReady = conditionStatus(p, podReadyConditionType) == "True"
 		}
 	case r.perReplicaZones():
 		ro.podReady = o.readyReplicas(statefulSetKey(i)) >= 1

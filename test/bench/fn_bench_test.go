@@ -34,10 +34,25 @@ func request(b testing.TB, replicas int, aws bool) *fnv1.RunFunctionRequest {
 		"tags":             []any{"tag:relay"},
 		"authKeySecretRef": map[string]any{"name": "tailscale-auth"},
 	}
+	// With Elastic IP pinning, the steady state: the provider has checked
+	// every replica's subnet and allocation, so every Service is composed.
+	observed := map[string]*fnv1.Resource{}
 	if aws {
 		var eips []any
 		for i := range replicas {
-			eips = append(eips, map[string]any{"allocationID": fmt.Sprintf("eipalloc-%04x", i), "subnetID": fmt.Sprintf("subnet-%04x", i)})
+			alloc, subnet := fmt.Sprintf("eipalloc-%04x", i), fmt.Sprintf("subnet-%04x", i)
+			eips = append(eips, map[string]any{"allocationID": alloc, "subnetID": subnet})
+			rc, err := structpb.NewStruct(map[string]any{
+				"apiVersion": "relay.peerrelay.io/v1alpha1", "kind": "RelayConfig",
+				"metadata": map[string]any{"name": fmt.Sprintf("my-relay-%d", i), "namespace": "team-a"},
+				"status": map[string]any{"atProvider": map[string]any{"aws": map[string]any{
+					"checked": true, "subnetID": subnet, "allocationID": alloc, "zone": "eu-west-1a", "vpcID": "vpc-0abc",
+				}}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			observed[fmt.Sprintf("relayconfig-%d", i)] = &fnv1.Resource{Resource: rc}
 		}
 		spec["aws"] = map[string]any{"elasticIPs": eips}
 	}
@@ -49,7 +64,7 @@ func request(b testing.TB, replicas int, aws bool) *fnv1.RunFunctionRequest {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}}}
+	return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}, Resources: observed}}
 }
 
 // BenchmarkRunFunction: in process, by replicas, with and without Elastic
