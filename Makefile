@@ -137,6 +137,7 @@ test: tools build xpkg
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) ./fn
+	$(GO) test -run '^$$' -fuzz '^FuzzAWSPlacement$$' -fuzztime $(FUZZTIME) ./fn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME) ./provider/resolve
 
 # Benchmarks (not part of `make test`): the function in process and over

@@ -79,7 +79,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 		}
 		rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: protoReady(readiness(o.key, r, obs, sum))}
 	}
-	if err := setStatus(req, rsp, sum.status); err != nil {
+	if err := setStatus(rsp, sum.status); err != nil {
 		response.Fatal(rsp, err)
 		return rsp
 	}

@@ -2,7 +2,9 @@ package fn
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
@@ -63,6 +65,67 @@ func FuzzRunFunction(f *testing.F) {
 			}
 			if md["namespace"].GetStringValue() != "ns" {
 				t.Fatalf("%s: namespace %q", key, md["namespace"].GetStringValue())
+			}
+		}
+	})
+}
+
+// FuzzAWSPlacement feeds random observed state (as JSON: composition key to
+// object) to a PeerRelay with every AWS mode on: whatever Crossplane and
+// the providers report, RunFunction must not panic, must never pin a
+// Service or load balancer to a placement the provider did not check, and
+// must compose each AWS object with a region.
+func FuzzAWSPlacement(f *testing.F) {
+	const spec = `{"replicas":2,"aws":{"region":"eu-west-1","loadBalancer":"Managed","zonePlacement":"PerReplica","elasticIPs":[{"subnetID":"subnet-0a","allocate":true},{"subnetID":"subnet-0b","allocationID":"eipalloc-0b"}]}}`
+	for _, seed := range []string{
+		`{}`,
+		`{"eip-0":{"status":{"atProvider":{"allocationId":"eipalloc-0a"}}},"relayconfig-0":{"status":{"atProvider":{"aws":{"checked":true,"subnetID":"subnet-0a","allocationID":"eipalloc-0a","zone":"eu-west-1a","vpcID":"vpc-0a"}}}}}`,
+		`{"relayconfig-1":{"status":{"atProvider":{"aws":{"checked":true,"subnetID":"subnet-0b","allocationID":"eipalloc-0b","problems":["bad"]}}}},"lb-1":{"spec":{"forProvider":{"subnetMapping":[{"subnetId":"subnet-0c","allocationId":"eipalloc-0c"}]}}}}`,
+		`{"service-7":{"metadata":{"annotations":{"x":1}}},"lb-0":{"spec":{"forProvider":{"subnetMapping":"no"}}},"eip-99999999999999999999":{}}`,
+	} {
+		f.Add(seed)
+	}
+	fn := &Function{Log: logging.NewNopLogger()}
+	f.Fuzz(func(t *testing.T, observed string) {
+		var obs map[string]any
+		if json.Unmarshal([]byte(observed), &obs) != nil {
+			return
+		}
+		req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec), Resources: map[string]*fnv1.Resource{}}}
+		checked := map[string]bool{}
+		for key, o := range obs {
+			m, ok := o.(map[string]any)
+			if !ok {
+				continue
+			}
+			s, err := structpb.NewStruct(m)
+			if err != nil {
+				return
+			}
+			req.Observed.Resources[key] = &fnv1.Resource{Resource: s}
+			if c := awsCheck(s); c != nil && len(c.Problems) == 0 {
+				checked[c.SubnetID+"/"+c.AllocationID] = true
+			}
+		}
+		rsp, err := fn.RunFunction(context.Background(), req)
+		if err != nil {
+			t.Fatalf("RunFunction returned an error: %v", err)
+		}
+		for key, r := range rsp.GetDesired().GetResources() {
+			obj := r.GetResource()
+			if i, ok := indexed(key, "lb-"); ok {
+				m := value(obj, "spec", "forProvider", "subnetMapping").GetListValue().GetValues()[0].GetStructValue()
+				placed := str(m, "subnetId") + "/" + str(m, "allocationId")
+				var applied string
+				if was := value(req.Observed.Resources[key].GetResource(), "spec", "forProvider", "subnetMapping").GetListValue().GetValues(); len(was) > 0 {
+					applied = str(was[0].GetStructValue(), "subnetId") + "/" + str(was[0].GetStructValue(), "allocationId")
+				}
+				if !checked[placed] && placed != applied {
+					t.Fatalf("lb-%d placed with %s, which no provider check passed", i, placed)
+				}
+			}
+			if strings.Contains(str(obj, "apiVersion"), "upbound.io") && str(obj, "spec", "forProvider", "region") != "eu-west-1" {
+				t.Fatalf("%s has no region", key)
 			}
 		}
 	})

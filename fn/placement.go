@@ -134,9 +134,8 @@ func awsCheck(obj *structpb.Struct) *relayv1alpha1.AWSPlacementObservation {
 // awsPlan is how a PeerRelay's replicas are placed on AWS: present when
 // spec.aws pins replicas to subnets (elasticIPs or subnets).
 type awsPlan struct {
-	Region          string
-	Managed         bool
-	PerReplicaZones bool
+	Region  string
+	Managed bool
 	// Legacy: the XR is a cluster-scoped XPeerRelay, whose AWS managed
 	// resources are the cluster-scoped (non-.m.) kinds.
 	Legacy bool
@@ -156,7 +155,8 @@ type replicaPlan struct {
 	// it, else the one applied before (nothing changes until the check
 	// passes), else nil and the Service or load balancer waits.
 	Use *placementIDs
-	// Zone and VPCID of Use's subnet, from the spec or the provider.
+	// Zone and VPCID of the subnet in use (or about to be), from the spec
+	// or the provider's check.
 	Zone, VPCID string
 	// Problems the provider found with Want; Waiting why Want is not used.
 	Problems []string
@@ -175,12 +175,11 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 		o = &awsObserved{}
 	}
 	p := &awsPlan{
-		Region:          a.Region,
-		Managed:         a.LoadBalancer == v1alpha1.LoadBalancerManaged,
-		PerReplicaZones: a.ZonePlacement == v1alpha1.ZonePlacementPerReplica,
-		Legacy:          r.Legacy,
-		XRBase:          r.XRBase,
-		ProviderConfig:  in.AWSProviderConfig,
+		Region:         a.Region,
+		Managed:        a.LoadBalancer == v1alpha1.LoadBalancerManaged,
+		Legacy:         r.Legacy,
+		XRBase:         r.XRBase,
+		ProviderConfig: in.AWSProviderConfig,
 	}
 	if p.Region == "" {
 		p.Region = in.AWSRegion

@@ -9,7 +9,6 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/response"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -137,19 +136,57 @@ func readyIf(b bool) resource.Ready {
 }
 
 // setStatus writes status.endpoints and status.replicas on the desired XR,
-// keeping whatever earlier steps put there.
-func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
-	dxr, err := request.GetDesiredCompositeResource(req)
-	if err != nil {
-		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
+// keeping whatever earlier steps put there. The Struct is written directly:
+// the response shares the request's desired state, which is ours to change.
+func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
+	eps := make([]any, len(st.Endpoints))
+	for i, e := range st.Endpoints {
+		eps[i] = map[string]any{"replica": e.Replica, "address": e.Address, "port": e.Port}
 	}
-	if err := dxr.Resource.SetValue("status.endpoints", st.Endpoints); err != nil {
+	replicas := make([]any, len(st.Replicas))
+	for i, r := range st.Replicas {
+		m := map[string]any{"index": r.Index, "hostname": r.Hostname, "podReady": r.PodReady}
+		if len(r.Endpoints) > 0 {
+			list := make([]any, len(r.Endpoints))
+			for j, ep := range r.Endpoints {
+				list[j] = ep
+			}
+			m["endpoints"] = list
+		}
+		replicas[i] = m
+	}
+	endpoints, err := structpb.NewList(eps)
+	if err != nil {
 		return fmt.Errorf("cannot set status.endpoints: %w", err)
 	}
-	if err := dxr.Resource.SetValue("status.replicas", st.Replicas); err != nil {
+	reps, err := structpb.NewList(replicas)
+	if err != nil {
 		return fmt.Errorf("cannot set status.replicas: %w", err)
 	}
-	return response.SetDesiredCompositeResource(rsp, dxr)
+	if rsp.Desired == nil {
+		rsp.Desired = &fnv1.State{}
+	}
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+	xr := rsp.Desired.Composite
+	if xr.Resource == nil {
+		xr.Resource = &structpb.Struct{}
+	}
+	if xr.Resource.Fields == nil {
+		xr.Resource.Fields = map[string]*structpb.Value{}
+	}
+	status := xr.Resource.Fields["status"].GetStructValue()
+	if status == nil {
+		status = &structpb.Struct{}
+		xr.Resource.Fields["status"] = structpb.NewStructValue(status)
+	}
+	if status.Fields == nil {
+		status.Fields = map[string]*structpb.Value{}
+	}
+	status.Fields["endpoints"] = structpb.NewListValue(endpoints)
+	status.Fields["replicas"] = structpb.NewListValue(reps)
+	return nil
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
