@@ -148,7 +148,12 @@ BENCHCOUNT ?= 6
 EVENTS ?= 200x
 SCALE_RELAYS ?= 1000
 BENCH_OUT := $(CURDIR)/.cache/bench
-bench: tools build $(BIN)/benchstat
+# The benchmarks' floor: a function that replays a recorded response.
+$(BIN)/function-replay: test/bench/replay/main.go go.mod go.sum
+	@mkdir -p $(BIN)
+	$(GO) build -o $@ ./test/bench/replay
+
+bench: tools build $(BIN)/benchstat $(BIN)/function-replay
 	@mkdir -p $(BENCH_OUT)
 	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,15 +118,30 @@ func (s server) cpu(b *testing.B) time.Duration {
 	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
 }
 
+// startReplay runs function-replay (test/bench/replay) answering every call
+// with rsp.
+func startReplay(b testing.TB, rsp *fnv1.RunFunctionResponse) server {
+	b.Helper()
+	raw, err := proto.Marshal(rsp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := filepath.Join(b.TempDir(), "response.pb")
+	if err := os.WriteFile(f, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return startFunction(b, harness.Tool(b, "function-replay"), "--response", f)
+}
+
 // startFunction runs a function binary with --insecure on a free port.
-func startFunction(b testing.TB, bin string) server {
+func startFunction(b testing.TB, bin string, args ...string) server {
 	b.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
 		b.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, "--insecure", "--address", addr)
+	cmd := exec.Command(bin, append([]string{"--insecure", "--address", addr}, args...)...)
 	// Stdout and stderr go to /dev/null: P&T logs every call at info level.
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -228,6 +244,20 @@ func BenchmarkGRPC(b *testing.B) {
 				b.Fatalf("the peer's %s differs from ours (-ours +peer):\n%s", key, diff)
 			}
 		}
+		// The floor: a function that does no work and answers with our
+		// response, recorded. Neither function can cost less than it.
+		floorSrv := startReplay(b, want)
+		floor := fnv1.NewFunctionRunnerServiceClient(floorSrv.conn)
+		b.Run(fmt.Sprintf("fn=floor/replicas=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			before := floorSrv.cpu(b)
+			for b.Loop() {
+				if _, err := floor.RunFunction(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(floorSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+		})
 		// ns/op is the caller's wall time, transport included; server-cpu-ns/op
 		// is the function process's own CPU per call.
 		b.Run(fmt.Sprintf("fn=peerrelay/replicas=%d", n), func(b *testing.B) {
