@@ -2,10 +2,14 @@ package fn
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"sync"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -26,7 +30,7 @@ type cachedObject struct {
 	// wire is the object's encoding, computed once (see wire.go). Only the
 	// bytes are kept: a tree of Structs per object would make a cache of
 	// thousands of PeerRelays a heap the garbage collector must walk.
-	wire *structpb.Struct
+	wire []byte
 }
 
 // compositionCache remembers compositions by everything they depend on: the
@@ -54,44 +58,71 @@ func (c *compositionCache) put(k [sha256.Size]byte, v *composition) {
 	c.m[k] = v
 }
 
-// cacheKey hashes the parts of a request a composition depends on. ok is
-// false when they cannot be read; the caller then composes uncached.
-func cacheKey(req *fnv1.RunFunctionRequest, aws *awsObserved) (k [sha256.Size]byte, ok bool) {
+// cacheKey hashes the parts of a request a composition depends on.
+func cacheKey(req *fnv1.RunFunctionRequest, aws *awsObserved) [sha256.Size]byte {
 	xr := req.GetObserved().GetComposite().GetResource().GetFields()
 	md := xr["metadata"].GetStructValue().GetFields()
 	labels := md["labels"].GetStructValue().GetFields()
-	key := &structpb.Struct{Fields: map[string]*structpb.Value{
-		"name":      md["name"],
-		"namespace": md["namespace"],
-		"claimName": labels[labelClaimName],
-		"claimNS":   labels[labelClaimNamespace],
-		"spec":      xr["spec"],
-	}}
-	for k, v := range key.Fields {
-		if v == nil {
-			delete(key.Fields, k)
-		}
+	b := make([]byte, 0, 512)
+	for _, v := range []*structpb.Value{md["name"], md["namespace"], labels[labelClaimName], labels[labelClaimNamespace], xr["spec"]} {
+		b = appendCanonical(b, v)
 	}
-	opts := proto.MarshalOptions{Deterministic: true}
-	a, err := opts.Marshal(key)
-	if err != nil {
-		return k, false
-	}
-	b, err := opts.Marshal(req.GetInput())
-	if err != nil {
-		return k, false
-	}
+	b = appendCanonicalStruct(b, req.GetInput())
 	// The ProxyClass shapes the pods too.
-	c, err := opts.Marshal(req.GetRequiredResources()[requiredProxyClassKey])
-	if err != nil {
-		return k, false
+	pcs := req.GetRequiredResources()[requiredProxyClassKey].GetItems()
+	b = binary.AppendUvarint(b, uint64(len(pcs)))
+	for _, pc := range pcs {
+		b = appendCanonicalStruct(b, pc.GetResource())
 	}
 	// So does what was observed of the replicas' AWS placement.
-	h := sha256.New()
-	for _, part := range [][]byte{a, b, c, aws.key()} {
-		h.Write(part)
-		h.Write([]byte{0})
+	b = append(b, aws.key()...)
+	return sha256.Sum256(b)
+}
+
+// appendCanonical appends an encoding of v that two values share only when
+// they are equal: each value is tagged with its kind, strings and
+// collections carry their length, and struct fields are sorted. (A
+// deterministic protobuf encoding would do, at several times the cost: it
+// sorts and walks the maps by reflection, on every call.)
+func appendCanonical(b []byte, v *structpb.Value) []byte {
+	switch k := v.GetKind().(type) {
+	case nil:
+		return append(b, 'z')
+	case *structpb.Value_NullValue:
+		return append(b, 'n')
+	case *structpb.Value_BoolValue:
+		if k.BoolValue {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case *structpb.Value_NumberValue:
+		return binary.BigEndian.AppendUint64(append(b, 'd'), math.Float64bits(k.NumberValue))
+	case *structpb.Value_StringValue:
+		return appendCanonicalString(append(b, 's'), k.StringValue)
+	case *structpb.Value_StructValue:
+		return appendCanonicalStruct(b, k.StructValue)
+	case *structpb.Value_ListValue:
+		b = binary.AppendUvarint(append(b, 'l'), uint64(len(k.ListValue.GetValues())))
+		for _, e := range k.ListValue.GetValues() {
+			b = appendCanonical(b, e)
+		}
+		return b
+	default:
+		panic(fmt.Sprintf("unknown structpb kind %T", k))
 	}
-	copy(k[:], h.Sum(nil))
-	return k, true
+}
+
+func appendCanonicalStruct(b []byte, s *structpb.Struct) []byte {
+	if s == nil {
+		return append(b, 'z')
+	}
+	b = binary.AppendUvarint(append(b, 'm'), uint64(len(s.GetFields())))
+	for _, k := range slices.Sorted(maps.Keys(s.GetFields())) {
+		b = appendCanonical(appendCanonicalString(b, k), s.GetFields()[k])
+	}
+	return b
+}
+
+func appendCanonicalString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }

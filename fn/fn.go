@@ -44,7 +44,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 }
 
 // run composes one PeerRelay. With encoded, the composed objects are
-// pre-encoded Structs that only a gRPC server may send (see wire.go).
+// written into the desired State from their cached encodings, which only a
+// gRPC server may send (see wire.go).
 func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunctionResponse {
 	rsp := response.To(req, ttlPending)
 
@@ -54,7 +55,6 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 		return rsp
 	}
 	r := c.relay
-	log := f.Log.WithValues("namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas)
 
 	obs := observedState{observed: req.GetObserved().GetResources(), pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
 	sum := summarise(r, obs)
@@ -66,18 +66,21 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
 	}
-	if rsp.Desired.Resources == nil {
-		rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(c.objs))
-	}
-	for _, o := range c.objs {
-		obj := o.wire
-		if !encoded {
-			if obj, err = o.decode(); err != nil {
+	ready := func(key string) fnv1.Ready { return protoReady(readiness(key, r, obs, sum)) }
+	if encoded {
+		appendEncoded(rsp.Desired, c.objs, ready)
+	} else {
+		if rsp.Desired.Resources == nil {
+			rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(c.objs))
+		}
+		for _, o := range c.objs {
+			obj, err := o.decode()
+			if err != nil {
 				response.Fatal(rsp, err)
 				return rsp
 			}
+			rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: ready(o.key)}
 		}
-		rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: protoReady(readiness(o.key, r, obs, sum))}
 	}
 	if err := setStatus(rsp, sum.status); err != nil {
 		response.Fatal(rsp, err)
@@ -98,7 +101,10 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
 	}
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
-	log.Debug("composed", "reason", sum.reason, "endpoints", len(sum.status.Endpoints))
+	// Not f.Log.WithValues: that builds a logger on every call, even
+	// when debug logs are off, as they are in production.
+	f.Log.Debug("composed", "namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas,
+		"reason", sum.reason, "endpoints", len(sum.status.Endpoints))
 	return rsp
 }
 
@@ -106,11 +112,9 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 // cache when the same spec was seen before.
 func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, error) {
 	aws := observeAWS(req)
-	k, cacheable := cacheKey(req, aws)
-	if cacheable {
-		if c := f.cache.get(k); c != nil {
-			return c, nil
-		}
+	k := cacheKey(req, aws)
+	if c := f.cache.get(k); c != nil {
+		return c, nil
 	}
 	r, err := resolve(req, aws)
 	if err != nil {
@@ -127,15 +131,13 @@ func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, erro
 		if err != nil {
 			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
 		}
-		w, err := preEncoded(s)
+		w, err := encode(s)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode %s: %w", o.key, err)
 		}
 		c.objs = append(c.objs, cachedObject{key: o.key, wire: w})
 	}
-	if cacheable {
-		f.cache.put(k, c)
-	}
+	f.cache.put(k, c)
 	return c, nil
 }
 

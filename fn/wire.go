@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -13,29 +15,77 @@ import (
 // composed object is a tree of protobuf maps that must be sized and
 // written anew on every call, although a cached composition's objects
 // never change. So each cached object is encoded once, when it is
-// composed, and served from those bytes.
-//
-// preEncoded returns a Struct with no fields whose unknown fields are s's
-// encoding. On the wire it is byte for byte s; in process it looks empty,
-// so it is only ever handed to the gRPC server (WireServer). RunFunction,
-// whose caller reads the response, decodes it again (decode).
-func preEncoded(s *structpb.Struct) (*structpb.Struct, error) {
-	raw, err := proto.Marshal(s)
-	if err != nil {
-		return nil, err
+// composed, and WireServer writes the desired resources from those bytes:
+// each becomes one entry of State.resources, appended to the desired
+// State's unknown fields, which protobuf writes out as they are. On the
+// wire that is the same message as a filled-in map. RunFunction, whose
+// caller reads the response, decodes the objects again instead.
+
+// The field numbers the entries are written with, from the descriptors.
+var (
+	stateResources   = fieldNumber(&fnv1.State{}, "resources")
+	resourceResource = fieldNumber(&fnv1.Resource{}, "resource")
+	resourceReady    = fieldNumber(&fnv1.Resource{}, "ready")
+)
+
+func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
+	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
+	if f == nil {
+		panic(fmt.Sprintf("%s has no field %s", m.ProtoReflect().Descriptor().FullName(), name))
 	}
-	w := &structpb.Struct{}
-	w.ProtoReflect().SetUnknown(raw)
-	return w, nil
+	return f.Number()
+}
+
+// encode returns s's encoding, kept in the cache.
+func encode(s *structpb.Struct) ([]byte, error) {
+	return proto.Marshal(s)
 }
 
 // decode returns the object the cached encoding holds, as a new Struct.
 func (o cachedObject) decode() (*structpb.Struct, error) {
 	s := &structpb.Struct{}
-	if err := proto.Unmarshal(o.wire.ProtoReflect().GetUnknown(), s); err != nil {
+	if err := proto.Unmarshal(o.wire, s); err != nil {
 		return nil, fmt.Errorf("cannot decode %s: %w", o.key, err)
 	}
 	return s, nil
+}
+
+// appendEncoded adds the objects to the desired State as encoded map
+// entries, each with its readiness. An earlier step's resource under one of
+// our keys is dropped from the map: ours replaces it, as it would in the map.
+func appendEncoded(desired *fnv1.State, objs []cachedObject, ready func(key string) fnv1.Ready) {
+	size := 0
+	for _, o := range objs {
+		size += len(o.key) + len(o.wire) + 32 // 5 tags and 4 lengths at most
+	}
+	b := make([]byte, 0, len(desired.ProtoReflect().GetUnknown())+size)
+	b = append(b, desired.ProtoReflect().GetUnknown()...)
+	for _, o := range objs {
+		delete(desired.Resources, o.key)
+		// Resource: {resource: the object, ready}.
+		r := o.wire
+		resLen := protowire.SizeTag(resourceResource) + protowire.SizeBytes(len(r))
+		rd := ready(o.key)
+		if rd != fnv1.Ready_READY_UNSPECIFIED {
+			resLen += protowire.SizeTag(resourceReady) + protowire.SizeVarint(uint64(rd))
+		}
+		// Map entry: {1: key, 2: Resource}.
+		entryLen := protowire.SizeTag(1) + protowire.SizeBytes(len(o.key)) + protowire.SizeTag(2) + protowire.SizeBytes(resLen)
+
+		b = protowire.AppendTag(b, stateResources, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(entryLen))
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendString(b, o.key)
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(resLen))
+		b = protowire.AppendTag(b, resourceResource, protowire.BytesType)
+		b = protowire.AppendBytes(b, r)
+		if rd != fnv1.Ready_READY_UNSPECIFIED {
+			b = protowire.AppendTag(b, resourceReady, protowire.VarintType)
+			b = protowire.AppendVarint(b, uint64(rd))
+		}
+	}
+	desired.ProtoReflect().SetUnknown(b)
 }
 
 // WireServer serves a Function over gRPC, sending each composed object

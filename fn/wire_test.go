@@ -56,6 +56,15 @@ func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
 				}
 			},
 		},
+		"EarlierStepSameKey": {
+			reason: "our resource replaces an earlier step's under the same key, as it does in the map",
+			req: func() *fnv1.RunFunctionRequest {
+				return &fnv1.RunFunctionRequest{
+					Observed: &fnv1.State{Composite: xr(t, "replicas: 2")},
+					Desired:  &fnv1.State{Resources: map[string]*fnv1.Resource{keyServiceAccount: {Resource: earlier}}},
+				}
+			},
+		},
 		"Invalid": {
 			reason: "a rejected spec has no composition to encode",
 			req: func() *fnv1.RunFunctionRequest {
@@ -76,6 +85,10 @@ func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
 				}
 				if len(want.GetDesired().GetResources()) == 0 && name != "Invalid" {
 					t.Fatalf("%s: the function composed nothing", tc.reason)
+				}
+				// Readiness travels in the encoded entries too: make sure it is there to check.
+				if name == "Replicas" && want.GetDesired().GetResources()[keyServiceAccount].GetReady() == fnv1.Ready_READY_UNSPECIFIED {
+					t.Fatalf("%s: no readiness to compare", tc.reason)
 				}
 				if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 					t.Errorf("%s (%s call): gRPC answer differs from RunFunction's (-RunFunction +gRPC):\n%s", tc.reason, call, diff)
