@@ -82,7 +82,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 			rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: ready(o.key)}
 		}
 	}
-	if err := setStatus(rsp, sum.status); err != nil {
+	if err := setStatus(rsp, sum.status, encoded); err != nil {
 		response.Fatal(rsp, err)
 		return rsp
 	}

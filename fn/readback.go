@@ -138,30 +138,16 @@ func readyIf(b bool) resource.Ready {
 // setStatus writes status.endpoints and status.replicas on the desired XR,
 // keeping whatever earlier steps put there. The Struct is written directly:
 // the response shares the request's desired state, which is ours to change.
-func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
-	eps := make([]any, len(st.Endpoints))
-	for i, e := range st.Endpoints {
-		eps[i] = map[string]any{"replica": e.Replica, "address": e.Address, "port": e.Port}
-	}
-	replicas := make([]any, len(st.Replicas))
-	for i, r := range st.Replicas {
-		m := map[string]any{"index": r.Index, "hostname": r.Hostname, "podReady": r.PodReady}
-		if len(r.Endpoints) > 0 {
-			list := make([]any, len(r.Endpoints))
-			for j, ep := range r.Endpoints {
-				list[j] = ep
-			}
-			m["endpoints"] = list
+// With encoded, the lists are written for the gRPC server (wirestatus.go).
+func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus, encoded bool) error {
+	var endpoints, replicas *structpb.Value
+	if encoded {
+		endpoints, replicas = encodedStatusLists(st)
+	} else {
+		var err error
+		if endpoints, replicas, err = statusLists(st); err != nil {
+			return err
 		}
-		replicas[i] = m
-	}
-	endpoints, err := structpb.NewList(eps)
-	if err != nil {
-		return fmt.Errorf("cannot set status.endpoints: %w", err)
-	}
-	reps, err := structpb.NewList(replicas)
-	if err != nil {
-		return fmt.Errorf("cannot set status.replicas: %w", err)
 	}
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
@@ -184,9 +170,38 @@ func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error
 	if status.Fields == nil {
 		status.Fields = map[string]*structpb.Value{}
 	}
-	status.Fields["endpoints"] = structpb.NewListValue(endpoints)
-	status.Fields["replicas"] = structpb.NewListValue(reps)
+	status.Fields["endpoints"] = endpoints
+	status.Fields["replicas"] = replicas
 	return nil
+}
+
+// statusLists returns status.endpoints and status.replicas as Values.
+func statusLists(st v1alpha1.PeerRelayStatus) (endpoints, replicas *structpb.Value, err error) {
+	eps := make([]any, len(st.Endpoints))
+	for i, e := range st.Endpoints {
+		eps[i] = map[string]any{"replica": e.Replica, "address": e.Address, "port": e.Port}
+	}
+	reps := make([]any, len(st.Replicas))
+	for i, r := range st.Replicas {
+		m := map[string]any{"index": r.Index, "hostname": r.Hostname, "podReady": r.PodReady}
+		if len(r.Endpoints) > 0 {
+			list := make([]any, len(r.Endpoints))
+			for j, ep := range r.Endpoints {
+				list[j] = ep
+			}
+			m["endpoints"] = list
+		}
+		reps[i] = m
+	}
+	el, err := structpb.NewList(eps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot set status.endpoints: %w", err)
+	}
+	rl, err := structpb.NewList(reps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot set status.replicas: %w", err)
+	}
+	return structpb.NewListValue(el), structpb.NewListValue(rl), nil
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

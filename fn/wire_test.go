@@ -65,6 +65,18 @@ func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
 				}
 			},
 		},
+		"Endpoints": {
+			reason: "status lists written for the wire: endpoints, replicas with endpoints, and an earlier step's status kept",
+			req: func() *fnv1.RunFunctionRequest {
+				cfg := "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: [\"198.51.100.1:41641\", \"198.51.100.2:41641\"]"
+				return &fnv1.RunFunctionRequest{
+					Observed: &fnv1.State{Composite: xr(t, "replicas: 2"), Resources: map[string]*fnv1.Resource{
+						"relayconfig-0": {Resource: mustStruct(t, cfg)},
+					}},
+					Desired: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, "status: {fromEarlierStep: true}")}},
+				}
+			},
+		},
 		"Invalid": {
 			reason: "a rejected spec has no composition to encode",
 			req: func() *fnv1.RunFunctionRequest {
@@ -89,6 +101,10 @@ func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
 				// Readiness travels in the encoded entries too: make sure it is there to check.
 				if name == "Replicas" && want.GetDesired().GetResources()[keyServiceAccount].GetReady() == fnv1.Ready_READY_UNSPECIFIED {
 					t.Fatalf("%s: no readiness to compare", tc.reason)
+				}
+				if st := want.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().GetFields(); name == "Endpoints" &&
+					(len(st["endpoints"].GetListValue().GetValues()) != 2 || st["fromEarlierStep"] == nil) {
+					t.Fatalf("%s: no endpoints or earlier status to compare: %v", tc.reason, st)
 				}
 				if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 					t.Errorf("%s (%s call): gRPC answer differs from RunFunction's (-RunFunction +gRPC):\n%s", tc.reason, call, diff)

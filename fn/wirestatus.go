@@ -1,0 +1,100 @@
+package fn
+
+import (
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+)
+
+// The status lists change with what is observed, so they cannot come from
+// the cache; but protobuf encodes a Struct's map by reflection, which made
+// the status most of what a cached call costs. For the gRPC server they are
+// encoded here directly, into Values that carry their encoding as unknown
+// fields (as the cached objects do, wire.go). The fields used are
+// structpb's, from its descriptors.
+var (
+	structFields = fieldNumber(&structpb.Struct{}, "fields")
+	listValues   = fieldNumber(&structpb.ListValue{}, "values")
+	valueNumber  = fieldNumber(&structpb.Value{}, "number_value")
+	valueString  = fieldNumber(&structpb.Value{}, "string_value")
+	valueBool    = fieldNumber(&structpb.Value{}, "bool_value")
+	valueStruct  = fieldNumber(&structpb.Value{}, "struct_value")
+	valueList    = fieldNumber(&structpb.Value{}, "list_value")
+)
+
+// encodedStatusLists returns status.endpoints and status.replicas as
+// Values that are empty in process and st's lists on the wire.
+func encodedStatusLists(st v1alpha1.PeerRelayStatus) (endpoints, replicas *structpb.Value) {
+	eps := make([][]byte, len(st.Endpoints))
+	for i, e := range st.Endpoints {
+		var f []byte
+		f = appendField(f, "replica", wireNumber(float64(e.Replica)))
+		f = appendField(f, "address", wireString(e.Address))
+		f = appendField(f, "port", wireNumber(float64(e.Port)))
+		eps[i] = wireStruct(f)
+	}
+	reps := make([][]byte, len(st.Replicas))
+	for i, r := range st.Replicas {
+		var f []byte
+		f = appendField(f, "index", wireNumber(float64(r.Index)))
+		f = appendField(f, "hostname", wireString(r.Hostname))
+		f = appendField(f, "podReady", wireBool(r.PodReady))
+		if len(r.Endpoints) > 0 {
+			list := make([][]byte, len(r.Endpoints))
+			for j, ep := range r.Endpoints {
+				list[j] = wireString(ep)
+			}
+			f = appendField(f, "endpoints", wireList(list))
+		}
+		reps[i] = wireStruct(f)
+	}
+	return encodedValue(wireList(eps)), encodedValue(wireList(reps))
+}
+
+// encodedValue is a Value that is raw, an encoded Value, on the wire.
+func encodedValue(raw []byte) *structpb.Value {
+	v := &structpb.Value{}
+	v.ProtoReflect().SetUnknown(raw)
+	return v
+}
+
+// appendField appends one entry of a Struct's fields map: {1: key, 2: value}.
+func appendField(b []byte, key string, value []byte) []byte {
+	b = protowire.AppendTag(b, structFields, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(key))+protowire.SizeTag(2)+protowire.SizeBytes(len(value))))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, key)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	return protowire.AppendBytes(b, value)
+}
+
+// The encoded Values of each kind.
+
+func wireNumber(n float64) []byte {
+	return protowire.AppendFixed64(protowire.AppendTag(nil, valueNumber, protowire.Fixed64Type), math.Float64bits(n))
+}
+
+func wireString(s string) []byte {
+	return protowire.AppendString(protowire.AppendTag(nil, valueString, protowire.BytesType), s)
+}
+
+func wireBool(v bool) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(nil, valueBool, protowire.VarintType), protowire.EncodeBool(v))
+}
+
+// wireStruct is the Value holding a Struct whose encoded fields are fields.
+func wireStruct(fields []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, valueStruct, protowire.BytesType), fields)
+}
+
+func wireList(values [][]byte) []byte {
+	var l []byte
+	for _, v := range values {
+		l = protowire.AppendTag(l, listValues, protowire.BytesType)
+		l = protowire.AppendBytes(l, v)
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, valueList, protowire.BytesType), l)
+}
