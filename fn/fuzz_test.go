@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -16,7 +17,8 @@ var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 // FuzzRunFunction feeds random XR names and specs (as JSON) to RunFunction:
 // it must never panic, and must answer either a Fatal result or objects
-// whose names Kubernetes accepts.
+// whose names Kubernetes accepts; and what the gRPC server sends for it
+// (WireServer, encoded) must decode to the same response.
 func FuzzRunFunction(f *testing.F) {
 	for _, seed := range []struct{ name, spec string }{
 		{"my-relay", `{"replicas":3,"authKeySecretRef":{"name":"ts-auth"}}`},
@@ -32,6 +34,7 @@ func FuzzRunFunction(f *testing.F) {
 		f.Add(seed.name, []byte(seed.spec))
 	}
 	fn := &Function{Log: logging.NewNopLogger()}
+	wire := WireServer{Function: &Function{Log: logging.NewNopLogger()}}
 	f.Fuzz(func(t *testing.T, name string, spec []byte) {
 		var v structpb.Value
 		if err := v.UnmarshalJSON(spec); err != nil {
@@ -45,10 +48,14 @@ func FuzzRunFunction(f *testing.F) {
 			return // not valid UTF-8: no protobuf Struct can carry it
 		}
 		xr.Fields["spec"] = &v
-		rsp, err := fn.RunFunction(context.Background(), &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}}})
+		req := func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: proto.Clone(xr).(*structpb.Struct)}}}
+		}
+		rsp, err := fn.RunFunction(context.Background(), req())
 		if err != nil {
 			t.Fatalf("RunFunction returned an error: %v", err)
 		}
+		sameOnTheWire(t, wire, req(), rsp)
 		for _, r := range rsp.GetResults() {
 			if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 				if len(rsp.GetDesired().GetResources()) != 0 {
@@ -70,22 +77,46 @@ func FuzzRunFunction(f *testing.F) {
 	})
 }
 
+// sameOnTheWire fails t unless what WireServer sends for req decodes to
+// want, RunFunction's response.
+func sameOnTheWire(t *testing.T, wire WireServer, req *fnv1.RunFunctionRequest, want *fnv1.RunFunctionResponse) {
+	t.Helper()
+	encoded, err := wire.RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatalf("WireServer returned an error: %v", err)
+	}
+	raw, err := proto.Marshal(encoded)
+	if err != nil {
+		t.Fatalf("cannot encode WireServer's response: %v", err)
+	}
+	sent := &fnv1.RunFunctionResponse{}
+	if err := proto.Unmarshal(raw, sent); err != nil {
+		t.Fatalf("cannot decode WireServer's response: %v", err)
+	}
+	if !proto.Equal(want, sent) {
+		t.Fatalf("WireServer sends another response than RunFunction returns:\n%v\n%v", want, sent)
+	}
+}
+
 // FuzzAWSPlacement feeds random observed state (as JSON: composition key to
 // object) to a PeerRelay with every AWS mode on: whatever Crossplane and
 // the providers report, RunFunction must not panic, must never pin a
 // Service or load balancer to a placement the provider did not check, and
-// must compose each AWS object with a region.
+// must compose each AWS object with a region; the gRPC server must send
+// the same.
 func FuzzAWSPlacement(f *testing.F) {
 	const spec = `{"replicas":2,"aws":{"region":"eu-west-1","loadBalancer":"Managed","zonePlacement":"PerReplica","elasticIPs":[{"subnetID":"subnet-0a","allocate":true},{"subnetID":"subnet-0b","allocationID":"eipalloc-0b"}]}}`
 	for _, seed := range []string{
 		`{}`,
 		`{"eip-0":{"status":{"atProvider":{"allocationId":"eipalloc-0a"}}},"relayconfig-0":{"status":{"atProvider":{"aws":{"checked":true,"subnetID":"subnet-0a","allocationID":"eipalloc-0a","zone":"eu-west-1a","vpcID":"vpc-0a"}}}}}`,
 		`{"relayconfig-1":{"status":{"atProvider":{"aws":{"checked":true,"subnetID":"subnet-0b","allocationID":"eipalloc-0b","problems":["bad"]}}}},"lb-1":{"spec":{"forProvider":{"subnetMapping":[{"subnetId":"subnet-0c","allocationId":"eipalloc-0c"}]}}}}`,
+		`{"relayconfig-0":{"status":{"conditions":[{"type":"Ready","status":"True"}],"atProvider":{"endpoints":["198.51.100.1:41641"]}}},"service-1":{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.1"}]}}}}`,
 		`{"service-7":{"metadata":{"annotations":{"x":1}}},"lb-0":{"spec":{"forProvider":{"subnetMapping":"no"}}},"eip-99999999999999999999":{}}`,
 	} {
 		f.Add(seed)
 	}
 	fn := &Function{Log: logging.NewNopLogger()}
+	wire := WireServer{Function: &Function{Log: logging.NewNopLogger()}}
 	f.Fuzz(func(t *testing.T, observed string) {
 		var obs map[string]any
 		if json.Unmarshal([]byte(observed), &obs) != nil {
@@ -107,10 +138,11 @@ func FuzzAWSPlacement(f *testing.F) {
 				checked[c.SubnetID+"/"+c.AllocationID] = true
 			}
 		}
-		rsp, err := fn.RunFunction(context.Background(), req)
+		rsp, err := fn.RunFunction(context.Background(), proto.Clone(req).(*fnv1.RunFunctionRequest))
 		if err != nil {
 			t.Fatalf("RunFunction returned an error: %v", err)
 		}
+		sameOnTheWire(t, wire, proto.Clone(req).(*fnv1.RunFunctionRequest), rsp)
 		for key, r := range rsp.GetDesired().GetResources() {
 			obj := r.GetResource()
 			if i, ok := indexed(key, "lb-"); ok {
