@@ -21,11 +21,18 @@ import (
 // wire that is the same message as a filled-in map. RunFunction, whose
 // caller reads the response, decodes the objects again instead.
 
-// The field numbers the entries are written with, from the descriptors.
+// The field numbers encoded here and in wirestatus.go, from the descriptors.
 var (
 	stateResources   = fieldNumber(&fnv1.State{}, "resources")
 	resourceResource = fieldNumber(&fnv1.Resource{}, "resource")
 	resourceReady    = fieldNumber(&fnv1.Resource{}, "ready")
+	structFields     = fieldNumber(&structpb.Struct{}, "fields")
+	listValues       = fieldNumber(&structpb.ListValue{}, "values")
+	valueNumber      = fieldNumber(&structpb.Value{}, "number_value")
+	valueString      = fieldNumber(&structpb.Value{}, "string_value")
+	valueBool        = fieldNumber(&structpb.Value{}, "bool_value")
+	valueStruct      = fieldNumber(&structpb.Value{}, "struct_value")
+	valueList        = fieldNumber(&structpb.Value{}, "list_value")
 )
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {

@@ -13,17 +13,7 @@ import (
 // the cache; but protobuf encodes a Struct's map by reflection, which made
 // the status most of what a cached call costs. For the gRPC server they are
 // encoded here directly, into Values that carry their encoding as unknown
-// fields (as the cached objects do, wire.go). The fields used are
-// structpb's, from its descriptors.
-var (
-	structFields = fieldNumber(&structpb.Struct{}, "fields")
-	listValues   = fieldNumber(&structpb.ListValue{}, "values")
-	valueNumber  = fieldNumber(&structpb.Value{}, "number_value")
-	valueString  = fieldNumber(&structpb.Value{}, "string_value")
-	valueBool    = fieldNumber(&structpb.Value{}, "bool_value")
-	valueStruct  = fieldNumber(&structpb.Value{}, "struct_value")
-	valueList    = fieldNumber(&structpb.Value{}, "list_value")
-)
+// fields (as the cached objects do, wire.go).
 
 // encodedStatusLists returns status.endpoints and status.replicas as
 // Values that are empty in process and st's lists on the wire.

@@ -261,27 +261,13 @@ func BenchmarkGRPC(b *testing.B) {
 		// response, recorded. Neither function can cost less than it.
 		floorSrv := startReplay(b, want)
 		floor := fnv1.NewFunctionRunnerServiceClient(floorSrv.conn)
-		b.Run(fmt.Sprintf("fn=floor/replicas=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			before := floorSrv.cpu(b)
-			for b.Loop() {
-				if _, err := floor.RunFunction(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(floorSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+		timeCalls(b, fmt.Sprintf("fn=floor/replicas=%d", n), floorSrv, func() error {
+			_, err := floor.RunFunction(ctx, req)
+			return err
 		})
-		// ns/op is the caller's wall time, transport included; server-cpu-ns/op
-		// is the function process's own CPU per call.
-		b.Run(fmt.Sprintf("fn=peerrelay/replicas=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			before := oursSrv.cpu(b)
-			for b.Loop() {
-				if _, err := ours.RunFunction(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(oursSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+		timeCalls(b, fmt.Sprintf("fn=peerrelay/replicas=%d", n), oursSrv, func() error {
+			_, err := ours.RunFunction(ctx, req)
+			return err
 		})
 		// Every call a spec the function has not seen (a new hostnamePrefix),
 		// so none is answered from its composition cache: what a changed
@@ -294,26 +280,30 @@ func BenchmarkGRPC(b *testing.B) {
 		// i carries on across -count runs, which share the process: a request
 		// comes round again only after the cache (4,096) has been emptied.
 		i := 0
-		b.Run(fmt.Sprintf("fn=peerrelay-uncached/replicas=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			before := oursSrv.cpu(b)
-			for b.Loop() {
-				if _, err := ours.RunFunction(ctx, cold[i%len(cold)]); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(oursSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+		timeCalls(b, fmt.Sprintf("fn=peerrelay-uncached/replicas=%d", n), oursSrv, func() error {
+			_, err := ours.RunFunction(ctx, cold[i%len(cold)])
+			i++
+			return err
 		})
-		b.Run(fmt.Sprintf("fn=patch-and-transform/replicas=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			before := peerSrv.cpu(b)
-			for b.Loop() {
-				if _, err := peer.RunFunction(ctx, preq); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(peerSrv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+		timeCalls(b, fmt.Sprintf("fn=patch-and-transform/replicas=%d", n), peerSrv, func() error {
+			_, err := peer.RunFunction(ctx, preq)
+			return err
 		})
 	}
+}
+
+// timeCalls runs a sub-benchmark of call against srv. ns/op is the
+// caller's wall time, transport included; server-cpu-ns/op is the function
+// process's own CPU per call.
+func timeCalls(b *testing.B, name string, srv server, call func() error) {
+	b.Run(name, func(b *testing.B) {
+		b.ReportAllocs()
+		before := srv.cpu(b)
+		for b.Loop() {
+			if err := call(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(srv.cpu(b)-before)/float64(b.N), "server-cpu-ns/op")
+	})
 }
