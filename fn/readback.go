@@ -141,7 +141,8 @@ func readyIf(b bool) resource.Ready {
 // With encoded, the lists are written for the gRPC server (wirestatus.go).
 func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus, encoded bool) error {
 	var endpoints, replicas *structpb.Value
-	if encoded {
+	// Strings protobuf would refuse go the checked way, to fail as it does.
+	if encoded && validUTF8(st) {
 		endpoints, replicas = encodedStatusLists(st)
 	} else {
 		var err error

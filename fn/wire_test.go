@@ -2,6 +2,7 @@ package fn
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
@@ -11,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // TestWireServerSendsWhatFunctionReturns: over a real gRPC connection,
@@ -111,5 +114,18 @@ func TestWireServerSendsWhatFunctionReturns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncodedStatusRefusesWhatProtobufRefuses: a status string that is not
+// valid UTF-8 fails the same way encoded or not, instead of reaching the
+// wire where Crossplane could not decode it.
+func TestEncodedStatusRefusesWhatProtobufRefuses(t *testing.T) {
+	st := v1alpha1.PeerRelayStatus{Replicas: []v1alpha1.ReplicaStatus{{Index: 0, Hostname: "relay-\xff"}}}
+	for _, encoded := range []bool{false, true} {
+		err := setStatus(&fnv1.RunFunctionResponse{}, st, encoded)
+		if err == nil || !strings.Contains(err.Error(), "status.replicas") {
+			t.Errorf("encoded=%v: want an error naming status.replicas, got %v", encoded, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"math"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -42,6 +43,27 @@ func encodedStatusLists(st v1alpha1.PeerRelayStatus) (endpoints, replicas *struc
 		reps[i] = wireStruct(f)
 	}
 	return encodedValue(wireList(eps)), encodedValue(wireList(reps))
+}
+
+// validUTF8 reports whether every string in st is valid UTF-8, as
+// protobuf requires and encodedStatusLists does not check.
+func validUTF8(st v1alpha1.PeerRelayStatus) bool {
+	for _, e := range st.Endpoints {
+		if !utf8.ValidString(e.Address) {
+			return false
+		}
+	}
+	for _, r := range st.Replicas {
+		if !utf8.ValidString(r.Hostname) {
+			return false
+		}
+		for _, ep := range r.Endpoints {
+			if !utf8.ValidString(ep) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // encodedValue is a Value that is raw, an encoded Value, on the wire.
