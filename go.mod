@@ -18,7 +18,7 @@ require (
 	github.com/google/go-containerregistry v0.21.7
 	github.com/miekg/dns v1.1.62
 	go.uber.org/zap v1.28.0
-	google.golang.org/grpc v1.83.1
+	google.golang.org/grpc v1.83.2
 	google.golang.org/protobuf v1.36.11
 	k8s.io/api v0.35.3
 	k8s.io/apiextensions-apiserver v0.35.3
