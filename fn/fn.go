@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -131,7 +132,7 @@ func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, erro
 		if err != nil {
 			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
 		}
-		w, err := encode(s)
+		w, err := proto.Marshal(s) // kept encoded: see wire.go
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode %s: %w", o.key, err)
 		}

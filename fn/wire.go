@@ -43,11 +43,6 @@ func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 	return f.Number()
 }
 
-// encode returns s's encoding, kept in the cache.
-func encode(s *structpb.Struct) ([]byte, error) {
-	return proto.Marshal(s)
-}
-
 // decode returns the object the cached encoding holds, as a new Struct.
 func (o cachedObject) decode() (*structpb.Struct, error) {
 	s := &structpb.Struct{}
@@ -55,6 +50,19 @@ func (o cachedObject) decode() (*structpb.Struct, error) {
 		return nil, fmt.Errorf("cannot decode %s: %w", o.key, err)
 	}
 	return s, nil
+}
+
+// appendMapEntryHead appends the start of one entry of the map in field
+// of a message, up to the value's bytes, which the caller appends next:
+// {1: key, 2: a value of valueLen bytes}.
+func appendMapEntryHead(b []byte, field protowire.Number, key string, valueLen int) []byte {
+	entryLen := protowire.SizeTag(1) + protowire.SizeBytes(len(key)) + protowire.SizeTag(2) + protowire.SizeBytes(valueLen)
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(entryLen))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, key)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(valueLen))
 }
 
 // appendEncoded adds the objects to the desired State as encoded map
@@ -70,23 +78,14 @@ func appendEncoded(desired *fnv1.State, objs []cachedObject, ready func(key stri
 	for _, o := range objs {
 		delete(desired.Resources, o.key)
 		// Resource: {resource: the object, ready}.
-		r := o.wire
-		resLen := protowire.SizeTag(resourceResource) + protowire.SizeBytes(len(r))
+		resLen := protowire.SizeTag(resourceResource) + protowire.SizeBytes(len(o.wire))
 		rd := ready(o.key)
 		if rd != fnv1.Ready_READY_UNSPECIFIED {
 			resLen += protowire.SizeTag(resourceReady) + protowire.SizeVarint(uint64(rd))
 		}
-		// Map entry: {1: key, 2: Resource}.
-		entryLen := protowire.SizeTag(1) + protowire.SizeBytes(len(o.key)) + protowire.SizeTag(2) + protowire.SizeBytes(resLen)
-
-		b = protowire.AppendTag(b, stateResources, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(entryLen))
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, o.key)
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(resLen))
+		b = appendMapEntryHead(b, stateResources, o.key, resLen)
 		b = protowire.AppendTag(b, resourceResource, protowire.BytesType)
-		b = protowire.AppendBytes(b, r)
+		b = protowire.AppendBytes(b, o.wire)
 		if rd != fnv1.Ready_READY_UNSPECIFIED {
 			b = protowire.AppendTag(b, resourceReady, protowire.VarintType)
 			b = protowire.AppendVarint(b, uint64(rd))

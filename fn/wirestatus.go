@@ -73,14 +73,10 @@ func encodedValue(raw []byte) *structpb.Value {
 	return v
 }
 
-// appendField appends one entry of a Struct's fields map: {1: key, 2: value}.
+// appendField appends one entry of a Struct's fields map, value an
+// encoded Value.
 func appendField(b []byte, key string, value []byte) []byte {
-	b = protowire.AppendTag(b, structFields, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(key))+protowire.SizeTag(2)+protowire.SizeBytes(len(value))))
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendString(b, key)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	return protowire.AppendBytes(b, value)
+	return append(appendMapEntryHead(b, structFields, key, len(value)), value...)
 }
 
 // The encoded Values of each kind.
