@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +35,13 @@ type connector struct {
 
 // Connect returns an external client for one reconcile.
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.TypedExternalClient[*v1alpha1.RelayConfig], error) {
-	if err := c.usage.Track(ctx, mg); err != nil {
-		return nil, fmt.Errorf("cannot track provider config usage: %w", err)
+	// A RelayConfig being deleted is not tracked: in a terminating
+	// namespace the API server refuses to create its ProviderConfigUsage
+	// again, and Connect failing would keep the finalizer for ever.
+	if !meta.WasDeleted(mg) {
+		if err := c.usage.Track(ctx, mg); err != nil {
+			return nil, fmt.Errorf("cannot track provider config usage: %w", err)
+		}
 	}
 	spec, err := c.providerConfig(ctx, mg)
 	if err != nil {
