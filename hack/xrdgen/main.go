@@ -51,15 +51,22 @@ func run(crdPath, outDir string) error {
 			},
 		}},
 	}
+	// No category named like a kind: kubectl expands a category before it
+	// resolves a resource name, so `kubectl get peerrelay NAME` would list
+	// every kind in it. And only the v2 PeerRelay answers to peerrelay(s):
+	// kubectl resolves a name two groups share to one of them, whichever
+	// discovery lists first, so the legacy claim (same kind) answers to
+	// peerrelayclaim(s).
 	names := crd.Spec.Names
+	categories := []string{"crossplane"}
 	v2 := xrd("apiextensions.crossplane.io/v2", crd.Spec.Group, map[string]any{
 		"scope": "Namespaced",
-		"names": map[string]any{"kind": names.Kind, "plural": names.Plural, "singular": names.Singular, "categories": []string{"crossplane", "peerrelay"}},
+		"names": map[string]any{"kind": names.Kind, "plural": names.Plural, "singular": names.Singular, "categories": categories},
 	}, version)
 	legacyGroup := "legacy." + crd.Spec.Group
 	v1 := xrd("apiextensions.crossplane.io/v1", legacyGroup, map[string]any{
-		"names":      map[string]any{"kind": "X" + names.Kind, "plural": "x" + names.Plural, "singular": "x" + names.Singular, "categories": []string{"crossplane", "peerrelay"}},
-		"claimNames": map[string]any{"kind": names.Kind, "plural": names.Plural, "singular": names.Singular, "categories": []string{"crossplane", "peerrelay"}},
+		"names":      map[string]any{"kind": "X" + names.Kind, "plural": "x" + names.Plural, "singular": "x" + names.Singular, "categories": categories},
+		"claimNames": map[string]any{"kind": names.Kind, "plural": names.Singular + "claims", "singular": names.Singular + "claim", "categories": categories},
 	}, version)
 	if err := write(filepath.Join(outDir, "xrd-v2.yaml"), v2); err != nil {
 		return err

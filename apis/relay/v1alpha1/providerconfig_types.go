@@ -119,7 +119,7 @@ type ProviderConfigStatus struct {
 // namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,peerrelay}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider}
 type ProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -140,7 +140,7 @@ type ProviderConfigList struct {
 // any namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,peerrelay}
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider}
 type ClusterProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -160,7 +160,7 @@ type ClusterProviderConfigList struct {
 // A ProviderConfigUsage records that a RelayConfig uses a ProviderConfig or
 // a ClusterProviderConfig; it lives in the RelayConfig's namespace.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,peerrelay}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider}
 type ProviderConfigUsage struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

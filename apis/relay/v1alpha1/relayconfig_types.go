@@ -203,7 +203,7 @@ type RelayConfigStatus struct {
 // tailscaled config Secret.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,peerrelay}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed}
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=".status.atProvider.endpoints"
