@@ -68,11 +68,23 @@ func cacheKey(req *fnv1.RunFunctionRequest, aws *awsObserved) [sha256.Size]byte 
 		b = appendCanonical(b, v)
 	}
 	b = appendCanonicalStruct(b, req.GetInput())
-	// The ProxyClass shapes the pods too.
-	pcs := req.GetRequiredResources()[requiredProxyClassKey].GetItems()
-	b = binary.AppendUvarint(b, uint64(len(pcs)))
-	for _, pc := range pcs {
-		b = appendCanonicalStruct(b, pc.GetResource())
+	// The ProxyClass shapes the pods too, and whether it was looked up
+	// yet decides what is required and warned of: "not asked yet" and
+	// "asked, none found" are different keys. Of the CRD only its presence
+	// counts.
+	required := req.GetRequiredResources()
+	for _, k := range []string{requiredProxyClassCRDKey, requiredProxyClassKey} {
+		rs, asked := required[k]
+		if !asked {
+			b = append(b, 'a')
+			continue
+		}
+		b = binary.AppendUvarint(append(b, 'r'), uint64(len(rs.GetItems())))
+		if k == requiredProxyClassKey {
+			for _, pc := range rs.GetItems() {
+				b = appendCanonicalStruct(b, pc.GetResource())
+			}
+		}
 	}
 	// So does what was observed of the replicas' AWS placement.
 	b = append(b, aws.key()...)

@@ -41,8 +41,29 @@ func TestCachedCompositionIsTheSame(t *testing.T) {
 		"namespace": func() *fnv1.RunFunctionRequest {
 			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: PeerRelay\nmetadata: {name: my-relay, namespace: team-z}\nspec: {replicas: 2}")}}}
 		},
+		// The ProxyClass lookup's stages: not asked yet, no CRD, CRD but
+		// no ProxyClass yet, none found. Each answers differently.
+		"proxyclass": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2\nproxyClass: edge")}}
+		},
+		"proxyclass no CRD": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2\nproxyClass: edge")},
+				RequiredResources: map[string]*fnv1.Resources{requiredProxyClassCRDKey: {}}}
+		},
+		"proxyclass CRD": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2\nproxyClass: edge")},
+				RequiredResources: map[string]*fnv1.Resources{requiredProxyClassCRDKey: {Items: []*fnv1.Resource{{Resource: mustStruct(t, "kind: CustomResourceDefinition")}}}}}
+		},
+		"proxyclass none": func() *fnv1.RunFunctionRequest {
+			return &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2\nproxyClass: edge")},
+				RequiredResources: map[string]*fnv1.Resources{requiredProxyClassCRDKey: {Items: []*fnv1.Resource{{Resource: mustStruct(t, "kind: CustomResourceDefinition")}}}, requiredProxyClassKey: {}}}
+		},
 	}
-	for _, order := range [][]string{{"base", "replicas", "port", "input", "namespace", "base"}, {"input", "base", "namespace", "port", "replicas"}} {
+	for _, order := range [][]string{
+		{"base", "replicas", "port", "input", "namespace", "base"},
+		{"input", "base", "namespace", "port", "replicas"},
+		{"proxyclass", "proxyclass no CRD", "proxyclass CRD", "proxyclass none", "proxyclass"},
+	} {
 		for _, name := range order {
 			got := call(f, reqs[name]())
 			want := call(&Function{Log: logging.NewNopLogger()}, reqs[name]())

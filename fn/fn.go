@@ -90,8 +90,8 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
 	requireProxyClass(rsp, r)
-	if r.ProxyClassMissing {
-		response.Warning(rsp, fmt.Errorf("ProxyClass %q named by spec.proxyClass does not exist: the relay pods use the defaults and spec.pod", r.Spec.ProxyClass)).TargetCompositeAndClaim()
+	if r.ProxyClassProblem != "" {
+		response.Warning(rsp, errors.New(r.ProxyClassProblem)).TargetCompositeAndClaim()
 	}
 
 	var cond *response.ConditionOption
@@ -175,15 +175,15 @@ func resolve(req *fnv1.RunFunctionRequest, aws *awsObserved) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc, found, err := readProxyClass(req, spec.ProxyClass)
+	pc, err := readProxyClass(req, spec.ProxyClass)
 	if err != nil {
 		return nil, err
 	}
-	r.ProxyClassMissing = !found
+	r.ProxyClassProblem, r.proxyClassCRD = pc.problem, pc.crd
 	if r.AWS, err = planAWS(r, in, aws); err != nil {
 		return nil, err
 	}
-	r.Pod = layerPod(pc, spec.Pod)
+	r.Pod = layerPod(pc.pc, spec.Pod)
 	if r.Pod.Image != "" {
 		r.Image = r.Pod.Image
 	}
@@ -246,16 +246,15 @@ func compose(r *relay) []keyedObject {
 		{keyRole, role(r)},
 		{keyRoleBinding, roleBinding(r)},
 	}
-	if !r.perReplicaZones() {
-		objs = append(objs, keyedObject{keyStatefulSet, statefulSet(r)})
-	}
 	for i := range r.Replicas {
-		if r.perReplicaZones() {
+		switch {
+		case !r.perReplicaZones():
+			objs = append(objs, keyedObject{statefulSetKey(i), replicaStatefulSet(r, i, "")})
+		case r.AWS.Replicas[i].Zone != "":
+			objs = append(objs, keyedObject{statefulSetKey(i), replicaStatefulSet(r, i, r.AWS.Replicas[i].Zone)})
+		default:
 			// A replica whose zone is not known yet waits: started anywhere,
 			// it would have to move.
-			if z := r.AWS.Replicas[i].Zone; z != "" {
-				objs = append(objs, keyedObject{statefulSetKey(i), replicaStatefulSet(r, i, z)})
-			}
 		}
 		// A pinned Service waits for a checked placement: the AWS Load
 		// Balancer Controller fixes an NLB's Elastic IPs when it creates it.

@@ -82,11 +82,11 @@ func TestRunFunctionComposes(t *testing.T) {
 			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3\nauthKeySecretRef: {name: ts-auth}")}},
 			want: want{
 				names: map[string]string{
-					"serviceaccount": "my-relay", "role": "my-relay", "rolebinding": "my-relay", "statefulset": "my-relay",
-					"service-0": "my-relay-0", "service-2": "my-relay-2", "state-secret-1": "my-relay-1", "relayconfig-2": "my-relay-2",
+					"serviceaccount": "my-relay", "role": "my-relay", "rolebinding": "my-relay",
+					"statefulset-0": "my-relay-0", "statefulset-2": "my-relay-2", "service-0": "my-relay-0", "service-2": "my-relay-2", "state-secret-1": "my-relay-1", "relayconfig-2": "my-relay-2",
 				},
 				namespace:   "team-a",
-				notComposed: []string{"service-3", "relayconfig-3"},
+				notComposed: []string{"service-3", "relayconfig-3", "statefulset-3", "statefulset"},
 				extra: map[string]func(t *testing.T, rsp *fnv1.RunFunctionResponse){
 					"relayconfig": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
 						rc := rsp.GetDesired().GetResources()["relayconfig-1"].GetResource()
@@ -108,12 +108,9 @@ func TestRunFunctionComposes(t *testing.T) {
 						}
 					},
 					"statefulset": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
-						sts := rsp.GetDesired().GetResources()["statefulset"].GetResource()
-						if got := field(t, sts, "spec", "replicas"); got != float64(3) {
-							t.Errorf("replicas: want 3, got %v", got)
-						}
-						if got := field(t, sts, "spec", "podManagementPolicy"); got != "Parallel" {
-							t.Errorf("podManagementPolicy: want Parallel, got %v", got)
+						sts := rsp.GetDesired().GetResources()["statefulset-1"].GetResource()
+						if got := field(t, sts, "spec", "replicas"); got != float64(1) {
+							t.Errorf("replicas: want 1, got %v", got)
 						}
 						pod := field(t, sts, "spec", "template", "spec").(map[string]any)
 						c := pod["containers"].([]any)[0].(map[string]any)
@@ -125,8 +122,8 @@ func TestRunFunctionComposes(t *testing.T) {
 							}
 						}
 						wantEnv := map[string]string{
-							"TS_KUBE_SECRET":                       "$(POD_NAME)",
-							"TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR": "/etc/tsconfig/$(POD_NAME)",
+							"TS_KUBE_SECRET":                       "my-relay-1",
+							"TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR": "/etc/tsconfig/my-relay-1",
 							"TS_ENABLE_HEALTH_CHECK":               "true",
 							"TS_USERSPACE":                         "true",
 						}
@@ -145,7 +142,9 @@ func TestRunFunctionComposes(t *testing.T) {
 								t.Errorf("mount %v is not read-only", mm["mountPath"])
 							}
 						}
-						wantMounts := []string{"/etc/tsconfig/my-relay-0", "/etc/tsconfig/my-relay-1", "/etc/tsconfig/my-relay-2", "/tmp", "/etc/tailscale/authkey"}
+						// Only its own replica's config: scaling never changes
+						// a running replica's pod template.
+						wantMounts := []string{"/etc/tsconfig/my-relay-1", "/tmp", "/etc/tailscale/authkey"}
 						if diff := cmp.Diff(wantMounts, mounts); diff != "" {
 							t.Errorf("mounts: -want +got:\n%s", diff)
 						}
@@ -154,7 +153,7 @@ func TestRunFunctionComposes(t *testing.T) {
 						svc := rsp.GetDesired().GetResources()["service-2"].GetResource()
 						want := map[string]any{
 							"type":     "LoadBalancer",
-							"selector": map[string]any{"statefulset.kubernetes.io/pod-name": "my-relay-2"},
+							"selector": map[string]any{"statefulset.kubernetes.io/pod-name": "my-relay-2-0"},
 							"ports":    []any{map[string]any{"name": "peerrelay", "protocol": "UDP", "port": float64(41641), "targetPort": float64(41641)}},
 						}
 						if diff := cmp.Diff(want, field(t, svc, "spec")); diff != "" {
@@ -177,15 +176,15 @@ spec:
   compositionRef: {name: xpeerrelays.legacy.peerrelay.io}
   claimRef: {apiVersion: legacy.peerrelay.io/v1alpha1, kind: PeerRelay, name: my-relay, namespace: team-b}
 `)}}},
-			want: want{names: map[string]string{"statefulset": "my-relay", "service-0": "my-relay-0"}, namespace: "team-b", notComposed: []string{"service-1"}},
+			want: want{names: map[string]string{"statefulset-0": "my-relay-0", "service-0": "my-relay-0"}, namespace: "team-b", notComposed: []string{"service-1"}},
 		},
 		"ZeroReplicas": {
 			reason: "replicas: 0 keeps the shared objects and composes no replica.",
 			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 0")}},
-			want:   want{names: map[string]string{"statefulset": "my-relay"}, namespace: "team-a", notComposed: []string{"service-0", "relayconfig-0"}},
+			want:   want{names: map[string]string{"role": "my-relay"}, namespace: "team-a", notComposed: []string{"service-0", "relayconfig-0", "statefulset-0"}},
 		},
 		"LongName": {
-			reason: "A name too long for derived names is shortened with a hash suffix, within 52 characters.",
+			reason: "A name too long for derived names is shortened with a hash suffix, within 49 characters.",
 			req: &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, `
 apiVersion: peerrelay.io/v1alpha1
 kind: PeerRelay
@@ -193,8 +192,8 @@ metadata: {name: a-very-long-peer-relay-name-that-goes-on-and-on-and-on-forever,
 spec: {}
 `)}}},
 			want: want{names: map[string]string{
-				"statefulset": "a-very-long-peer-relay-name-that-goes-on-an-4d89b579",
-				"service-0":   "a-very-long-peer-relay-name-that-goes-on-an-4d89b579-0",
+				"role":          "a-very-long-peer-relay-name-that-goes-on-4d89b579",
+				"statefulset-0": "a-very-long-peer-relay-name-that-goes-on-4d89b579-0",
 			}, namespace: "team-a"},
 		},
 	}

@@ -22,6 +22,7 @@ const (
 	healthCheckPort = 9002
 	servicePortName = "peerrelay"
 	authKeyVolume   = "authkey"
+	configVolume    = "config"
 	tmpVolume       = "tmp"
 	// relayUID runs tailscaled unprivileged: in userspace networking it
 	// needs no capabilities, only a writable /tmp for its socket.
@@ -128,29 +129,17 @@ func service(r *relay, i int) *corev1.Service {
 
 func authKeyMountPath() string { return relayv1alpha1.DefaultAuthKeyMountPath }
 
-// statefulSet runs every replica, pod i being replica i.
-func statefulSet(r *relay) *appsv1.StatefulSet {
-	all := make([]int, r.Replicas)
-	for i := range all {
-		all[i] = i
-	}
-	return statefulSetOf(r, r.Base, all, selectorLabels(r), "")
-}
-
-// replicaStatefulSet runs replica i alone, in zone: one StatefulSet per
-// replica is how replicas land in different zones, each beside its own
+// replicaStatefulSet runs replica i alone, in zone when zone is set. One
+// single-pod StatefulSet per replica means a pod template holds only its own
+// replica's config and key mounts: scaling adds or removes whole
+// StatefulSets and never changes, so never restarts, a running replica's
+// pod. It is also how replicas land in different zones, each beside its own
 // subnet's load balancer.
 func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
-	sel := selectorLabels(r)
-	sel[labelReplica] = strconv.Itoa(i)
-	return statefulSetOf(r, replicaName(r.Base, i), []int{i}, sel, zone)
-}
-
-// statefulSetOf runs the given replicas: with one StatefulSet for all, pod
-// i is replica i and finds its state Secret and config by its own name;
-// with one per replica (zone set) they are named outright.
-func statefulSetOf(r *relay, name string, replicaIdx []int, selector map[string]string, zone string) *appsv1.StatefulSet {
-	replicas := int32(len(replicaIdx))
+	name := replicaName(r.Base, i)
+	selector := selectorLabels(r)
+	selector[labelReplica] = strconv.Itoa(i)
+	replicas := int32(1)
 	podLabels := map[string]string{}
 	pod := r.Pod
 	maps.Copy(podLabels, pod.Labels)
@@ -158,17 +147,10 @@ func statefulSetOf(r *relay, name string, replicaIdx []int, selector map[string]
 	maps.Copy(podLabels, commonLabels(r)) // ours win: the selector depends on them
 	maps.Copy(podLabels, selector)
 
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	for _, i := range replicaIdx {
-		vol := "config-" + strconv.Itoa(i)
-		volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(r.Base, i)},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{
-			Name: vol, ReadOnly: true, MountPath: path.Join(configMountRoot, replicaName(r.Base, i)),
-		})
-	}
+	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(r.Base, i)},
+	}}}
+	mounts := []corev1.VolumeMount{{Name: configVolume, ReadOnly: true, MountPath: path.Join(configMountRoot, name)}}
 	volumes = append(volumes, corev1.Volume{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	mounts = append(mounts, corev1.VolumeMount{Name: tmpVolume, MountPath: "/tmp"})
 	if r.AuthKey != nil {
@@ -183,27 +165,19 @@ func statefulSetOf(r *relay, name string, replicaIdx []int, selector map[string]
 		// No key named: the provider mints one per replica (Tailscale API
 		// access in its provider config) into R-i-authkey. The pod waits
 		// for it.
-		for _, i := range replicaIdx {
-			vol := "authkey-" + strconv.Itoa(i)
-			name := replicaName(r.Base, i)
-			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-				Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix},
-			}})
-			mounts = append(mounts, corev1.VolumeMount{Name: vol, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
-		}
+		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
 	}
 
-	self := "$(POD_NAME)"
-	if zone != "" {
-		self = replicaName(r.Base, replicaIdx[0])
-	}
 	c := corev1.Container{
 		Name:  containerName,
 		Image: r.Image,
 		Env: []corev1.EnvVar{
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-			{Name: "TS_KUBE_SECRET", Value: self},
-			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: configMountRoot + "/" + self},
+			{Name: "TS_KUBE_SECRET", Value: name},
+			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: path.Join(configMountRoot, name)},
 			{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
 			{Name: "TS_USERSPACE", Value: "true"},
 		},

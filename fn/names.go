@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// maxBaseLen keeps every derived name legal: a StatefulSet's name must leave
+// maxBaseLen keeps every derived name legal: StatefulSet R-99 must leave
 // room for the 11-character controller-revision-hash suffix in a 63-character
-// label, and R-99-config must fit in 63 too.
-const maxBaseLen = 52
+// label (R-99-<hash>), and R-99-config and R-99-authkey must fit in 63 too.
+const maxBaseLen = 63 - len("-99") - 11
 
 // Labels on every object we compose.
 const (
@@ -65,14 +65,8 @@ func shortHash(s string) string {
 
 func replicaName(base string, i int) string { return base + "-" + strconv.Itoa(i) }
 
-// podName is replica i's pod: the StatefulSet's pod i, or with per-replica
-// zones the only pod of replica i's own StatefulSet.
-func podName(r *relay, i int) string {
-	if r.perReplicaZones() {
-		return replicaName(r.Base, i) + "-0"
-	}
-	return replicaName(r.Base, i)
-}
+// podName is replica i's pod: the only pod of replica i's own StatefulSet.
+func podName(r *relay, i int) string             { return replicaName(r.Base, i) + "-0" }
 func configSecretName(base string, i int) string { return replicaName(base, i) + "-config" }
 func hostname(prefix string, i int) string       { return prefix + "-" + strconv.Itoa(i) }
 
@@ -98,7 +92,6 @@ const (
 	keyServiceAccount = "serviceaccount"
 	keyRole           = "role"
 	keyRoleBinding    = "rolebinding"
-	keyStatefulSet    = "statefulset"
 )
 
 func selectorLabels(r *relay) map[string]string {

@@ -68,7 +68,7 @@ aws:
 			reason: "A new Elastic IP is composed per replica; the Service waits for its allocation ID.",
 			spec:   allocate,
 			want: want{
-				has:    []string{"eip-0", "eip-1", "relayconfig-0", "statefulset"},
+				has:    []string{"eip-0", "eip-1", "relayconfig-0", "statefulset-0", "statefulset-1"},
 				hasNot: []string{"service-0", "service-1"},
 				fields: map[string]map[string]any{"eip-1": {
 					"apiVersion":              "ec2.aws.m.upbound.io/v1beta1",
@@ -184,7 +184,7 @@ aws:
 			observed: map[string]*fnv1.Resource{
 				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0a", ""),
 			},
-			pods: observedPods(t, "my-relay-0", "10.0.1.5"),
+			pods: observedPods(t, "my-relay-0-0", "10.0.1.5"),
 			want: want{
 				has: []string{"lb-0", "targetgroup-0", "listener-0", "target-0-10-0-1-5"},
 				fields: map[string]map[string]any{

@@ -12,8 +12,15 @@ import (
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
-// requiredProxyClassKey names the Tailscale operator ProxyClass requirement.
-const requiredProxyClassKey = "proxyclass"
+// The ProxyClass is looked up in two steps: its CRD first, then the
+// ProxyClass itself. A required resource of a kind the API server does not
+// serve fails the whole composition, and the Tailscale operator, which
+// brings the ProxyClass CRD, need not be installed.
+const (
+	requiredProxyClassCRDKey = "proxyclass-crd"
+	requiredProxyClassKey    = "proxyclass"
+	proxyClassCRDName        = "proxyclasses.tailscale.com"
+)
 
 // proxyClass is the part of a Tailscale operator ProxyClass
 // (tailscale.com/v1alpha1) that shapes a relay pod. Declared here rather
@@ -51,9 +58,18 @@ type podSettings struct {
 	PriorityClassName         string
 }
 
-// requireProxyClass asks Crossplane for the ProxyClass spec.proxyClass names.
+// requireProxyClass asks Crossplane for the ProxyClass CRD, and once it is
+// known to exist, for the ProxyClass spec.proxyClass names.
 func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
 	if r.Spec.ProxyClass == "" {
+		return
+	}
+	require(rsp, requiredProxyClassCRDKey, &fnv1.ResourceSelector{
+		ApiVersion: "apiextensions.k8s.io/v1",
+		Kind:       "CustomResourceDefinition",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: proxyClassCRDName},
+	})
+	if !r.proxyClassCRD {
 		return
 	}
 	require(rsp, requiredProxyClassKey, &fnv1.ResourceSelector{
@@ -63,28 +79,44 @@ func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
 	})
 }
 
-// readProxyClass returns the named ProxyClass when Crossplane supplied it;
-// found is false when it was looked up and does not exist.
-func readProxyClass(req *fnv1.RunFunctionRequest, name string) (pc *proxyClass, found bool, err error) {
+// proxyClassLookup is what Crossplane supplied of spec.proxyClass.
+type proxyClassLookup struct {
+	pc *proxyClass
+	// crd is true once the ProxyClass CRD is known to exist.
+	crd bool
+	// problem says why no ProxyClass applies, once that is known.
+	problem string
+}
+
+// readProxyClass reads the ProxyClass spec.proxyClass names, as far as
+// Crossplane has supplied it.
+func readProxyClass(req *fnv1.RunFunctionRequest, name string) (proxyClassLookup, error) {
 	if name == "" {
-		return nil, true, nil
+		return proxyClassLookup{}, nil
+	}
+	crds, ok := req.GetRequiredResources()[requiredProxyClassCRDKey] // only its presence counts
+	if !ok {
+		return proxyClassLookup{}, nil // not looked up yet
+	}
+	if len(crds.GetItems()) == 0 {
+		return proxyClassLookup{problem: fmt.Sprintf("spec.proxyClass names ProxyClass %q, but the ProxyClass CRD (%s, from the Tailscale operator) is not installed: the relay pods use the defaults and spec.pod", name, proxyClassCRDName)}, nil
 	}
 	items, ok, err := request.GetRequiredResource(req, requiredProxyClassKey)
 	if err != nil || !ok {
-		return nil, true, err // not looked up yet
+		return proxyClassLookup{crd: true}, err // not looked up yet
 	}
 	if len(items) == 0 {
-		return nil, false, nil
+		return proxyClassLookup{crd: true, problem: fmt.Sprintf("ProxyClass %q named by spec.proxyClass does not exist: the relay pods use the defaults and spec.pod", name)}, nil
 	}
 	b, err := json.Marshal(items[0].Resource.Object)
 	if err != nil {
-		return nil, true, err
+		return proxyClassLookup{}, err
 	}
-	pc = &proxyClass{}
+	pc := &proxyClass{}
 	if err := json.Unmarshal(b, pc); err != nil {
-		return nil, true, fmt.Errorf("ProxyClass %s named by spec.proxyClass: %w", name, err)
+		return proxyClassLookup{}, fmt.Errorf("ProxyClass %s named by spec.proxyClass: %w", name, err)
 	}
-	return pc, true, nil
+	return proxyClassLookup{pc: pc, crd: true}, nil
 }
 
 // layerPod applies the ProxyClass, then spec.pod on top.

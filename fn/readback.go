@@ -106,8 +106,6 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
 	}
 	switch {
-	case key == keyStatefulSet:
-		return readyIf(o.statefulSetReadyReplicas() >= int64(r.Replicas))
 	case strings.HasPrefix(key, "statefulset-"):
 		return readyIf(o.readyReplicas(key) >= 1)
 	case isAWSKey(key):
@@ -173,6 +171,7 @@ func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus, encod
 	}
 	status.Fields["endpoints"] = endpoints
 	status.Fields["replicas"] = replicas
+	status.Fields["addresses"] = structpb.NewStringValue(st.Addresses)
 	return nil
 }
 

@@ -39,15 +39,17 @@ type relay struct {
 	Spec v1alpha1.PeerRelaySpec
 	// Pod is the ProxyClass (if any) with spec.pod layered on top.
 	Pod podSettings
-	// ProxyClassMissing is set when spec.proxyClass names a ProxyClass
-	// Crossplane looked up and did not find.
-	ProxyClassMissing bool
-	Replicas          int
-	Port              int32
-	Tags              []string
-	Image             string
-	Hostname          string // prefix; replica i is Hostname-i
-	AuthKey           *v1alpha1.SecretKeyRef
+	// ProxyClassProblem says why spec.proxyClass does not apply (no CRD,
+	// no such ProxyClass), once Crossplane has looked.
+	ProxyClassProblem string
+	// proxyClassCRD is true once the ProxyClass CRD is known to exist.
+	proxyClassCRD bool
+	Replicas      int
+	Port          int32
+	Tags          []string
+	Image         string
+	Hostname      string // prefix; replica i is Hostname-i
+	AuthKey       *v1alpha1.SecretKeyRef
 
 	Cloud          fnv1alpha1.Cloud
 	ProviderConfig providerConfigRef

@@ -52,8 +52,6 @@ func (o observedState) get(key string) (*structpb.Struct, bool) {
 	return s, s != nil
 }
 
-func (o observedState) statefulSetReadyReplicas() int64 { return o.readyReplicas(keyStatefulSet) }
-
 func (o observedState) readyReplicas(key string) int64 {
 	sts, _ := o.get(key)
 	return number(sts, "status", "readyReplicas")
@@ -91,10 +89,8 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		if p, ok := o.pods[podName(r, i)]; ok {
 			ro.podReady = conditionStatus(p, podReadyConditionType) == "True"
 		}
-	case r.perReplicaZones():
-		ro.podReady = o.readyReplicas(statefulSetKey(i)) >= 1
 	default:
-		ro.podReady = o.statefulSetReadyReplicas() >= int64(r.Replicas)
+		ro.podReady = o.readyReplicas(statefulSetKey(i)) >= 1
 	}
 	return ro
 }
@@ -128,6 +124,7 @@ func summarise(r *relay, o observedState) summary {
 			podsReady++
 		}
 	}
+	s.status.Addresses = addresses(s.status.Endpoints)
 	switch {
 	case len(r.AWS.problems()) > 0:
 		// Nothing changes for these replicas until the spec is fixed.
@@ -150,4 +147,17 @@ func summarise(r *relay, o observedState) summary {
 		s.msg = "all " + strconv.Itoa(r.Replicas) + " replicas are advertising their public endpoints"
 	}
 	return s
+}
+
+// addresses joins the distinct addresses of eps in order.
+func addresses(eps []v1alpha1.Endpoint) string {
+	seen := make(map[string]bool, len(eps))
+	var out []string
+	for _, ep := range eps {
+		if !seen[ep.Address] {
+			seen[ep.Address] = true
+			out = append(out, ep.Address)
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -33,11 +33,12 @@ func TestRunFunctionStatus(t *testing.T) {
 		return y + "]"
 	}
 	sts := func(ready int) string {
-		return "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay}\nstatus: {readyReplicas: " + string(rune('0'+ready)) + "}"
+		return "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-x}\nstatus: {readyReplicas: " + string(rune('0'+ready)) + "}"
 	}
 	type want struct {
 		condition *fnv1.Condition
 		endpoints []any
+		addresses string
 		ready     map[string]fnv1.Ready
 	}
 	cases := map[string]struct {
@@ -51,19 +52,20 @@ func TestRunFunctionStatus(t *testing.T) {
 			want: want{
 				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("0 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{},
-				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_FALSE},
+				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_FALSE},
 			},
 		},
 		"OneOfTwo": {
 			reason: "One Service has an ingress IP: one of two replicas has an address, shown from the ingress.",
 			observed: map[string]string{
 				"service-0": svcWithIP("203.0.113.10"), "service-1": "apiVersion: v1\nkind: Service\nmetadata: {name: y}",
-				"statefulset": sts(2), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
+				"statefulset-0": sts(1), "statefulset-1": sts(1), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
 			},
 			want: want{
 				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
-				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
+				addresses: "203.0.113.10",
+				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
 			},
 		},
 		"PodsPending": {
@@ -71,16 +73,17 @@ func TestRunFunctionStatus(t *testing.T) {
 			observed: map[string]string{
 				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
 				"relayconfig-0": relayCfg("True", "198.51.100.1:41641", "198.51.100.2:41641"), "relayconfig-1": relayCfg("True", "203.0.113.11:41641"),
-				"statefulset": sts(1),
+				"statefulset-0": sts(1), "statefulset-1": sts(0),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr("0 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr("1 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "198.51.100.1", "port": float64(41641)},
 					map[string]any{"replica": float64(0), "address": "198.51.100.2", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
-				ready: map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "statefulset": fnv1.Ready_READY_FALSE},
+				addresses: "198.51.100.1 198.51.100.2 203.0.113.11",
+				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "statefulset-0": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_FALSE},
 			},
 		},
 		"Ready": {
@@ -88,7 +91,7 @@ func TestRunFunctionStatus(t *testing.T) {
 			observed: map[string]string{
 				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
 				"relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "relayconfig-1": relayCfg("False", "203.0.113.11:41641"),
-				"statefulset": sts(2),
+				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
 				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: reasonReady, Message: ptr("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
@@ -96,7 +99,8 @@ func TestRunFunctionStatus(t *testing.T) {
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
-				ready: map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_FALSE, "statefulset": fnv1.Ready_READY_TRUE},
+				addresses: "203.0.113.10 203.0.113.11",
+				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_FALSE, "statefulset-1": fnv1.Ready_READY_TRUE},
 			},
 		},
 	}
@@ -112,6 +116,9 @@ func TestRunFunctionStatus(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.endpoints, field(t, rsp.GetDesired().GetComposite().GetResource(), "status", "endpoints")); diff != "" {
 				t.Errorf("%s\nstatus.endpoints: -want +got:\n%s", tc.reason, diff)
+			}
+			if got := field(t, rsp.GetDesired().GetComposite().GetResource(), "status", "addresses"); got != tc.want.addresses {
+				t.Errorf("%s\nstatus.addresses (the ENDPOINTS column): want %q, got %q", tc.reason, tc.want.addresses, got)
 			}
 			for k, want := range tc.want.ready {
 				if got := rsp.GetDesired().GetResources()[k].GetReady(); got != want {

@@ -29,7 +29,7 @@ const (
 // +kubebuilder:resource:scope=Namespaced,categories=crossplane
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="STATUS",type="string",JSONPath=`.status.conditions[?(@.type=="PeerRelayReady")].reason`,description="Why the peer relay is or is not ready."
-// +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=`.status.endpoints[*].address`,description="Public addresses the replicas are reachable on."
+// +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=`.status.addresses`,description="Public addresses the replicas are reachable on."
 type PeerRelay struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -261,6 +261,11 @@ type PeerRelayStatus struct {
 	// Replicas, one entry each.
 	// +optional
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// Addresses lists every distinct address in endpoints, space separated,
+	// for the ENDPOINTS column: a printer column shows only a list's first
+	// item.
+	// +optional
+	Addresses string `json:"addresses,omitempty"`
 }
 
 // Endpoint is one public address of one replica.

@@ -18,6 +18,7 @@ type CLI struct {
 	TLSServerCertsDir  string `env:"TLS_SERVER_CERTS_DIR" help:"Directory containing server certs (tls.key, tls.crt) and the CA used to verify client certificates (ca.crt)"`
 	Insecure           bool   `help:"Run without mTLS credentials. If you supply this flag --tls-server-certs-dir will be ignored."`
 	MaxRecvMessageSize int    `default:"4" help:"Maximum size of received messages in MB."`
+	MetricsAddress     string `default:":8080" help:"Address to serve Prometheus metrics on; empty turns them off."`
 }
 
 // Run this function.
@@ -30,7 +31,8 @@ func (c *CLI) Run() error {
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSServerCertsDir),
 		function.Insecure(c.Insecure),
-		function.MaxRecvMessageSize(c.MaxRecvMessageSize*1024*1024))
+		function.MaxRecvMessageSize(c.MaxRecvMessageSize*1024*1024),
+		function.WithMetricsServer(c.MetricsAddress))
 }
 
 func main() {
