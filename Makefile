@@ -17,8 +17,8 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=36 \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/crank $(BIN)/controller-gen \
-	$(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform \
+TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/crank \
+	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform \
 	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
 .PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean
@@ -42,6 +42,22 @@ $(BIN)/kube-apiserver: test/tools/kube-apiserver/go.mod test/tools/kube-apiserve
 $(BIN)/kubectl: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
 	cd test/tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
+
+$(BIN)/kube-controller-manager: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+# Crossplane core (test/crossplane runs it against the API server). Without a
+# version every package is refused as incompatible.
+CROSSPLANE_VERSION := v2.4.0
+$(BIN)/crossplane: test/tools/crossplane/go.mod test/tools/crossplane/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/crossplane && $(GO) build -ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" -o $@ github.com/crossplane/crossplane/v2/cmd/crossplane
+
+# helm renders Crossplane's own chart (RBAC) from the module cache.
+$(BIN)/helm: test/tools/helm/go.mod test/tools/helm/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/helm && $(GO) build -o $@ helm.sh/helm/v4/cmd/helm
 
 $(BIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/go.sum
 	@mkdir -p $(BIN)

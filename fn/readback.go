@@ -105,9 +105,13 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 	if i, ok := indexed(key, "relayconfig-"); ok {
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
 	}
+	if i, ok := indexed(key, "statefulset-"); ok {
+		// Its pod's readiness, as PeerRelayReady sees it: the StatefulSet's
+		// own readyReplicas lags the pod, and Ready would turn True a
+		// reconcile after PeerRelayReady.
+		return readyIf(i < len(s.replicas) && s.replicas[i].podReady)
+	}
 	switch {
-	case strings.HasPrefix(key, "statefulset-"):
-		return readyIf(o.readyReplicas(key) >= 1)
 	case isAWSKey(key):
 		c, _ := o.get(key)
 		return readyIf(conditionStatus(c, managedReadyConditionTyp) == "True")

@@ -117,7 +117,9 @@ func summarise(r *relay, o observedState) summary {
 		sort.Strings(rs.Endpoints)
 		s.status.Endpoints = append(s.status.Endpoints, ro.endpoints...)
 		s.status.Replicas = append(s.status.Replicas, rs)
-		if len(ro.endpoints) > 0 {
+		// A replica counts once its config advertises an address (its
+		// RelayConfig is Ready), not when its load balancer has one.
+		if len(ro.endpoints) > 0 && ro.configReady {
 			s.withEndpoints++
 		}
 		if ro.podReady {
@@ -134,7 +136,7 @@ func summarise(r *relay, o observedState) summary {
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending
-		s.msg = fmt.Sprintf("%d of %d replicas have a public address", s.withEndpoints, r.Replicas)
+		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", s.withEndpoints, r.Replicas)
 		if w := r.AWS.waits(); len(w) > 0 {
 			s.msg += "; " + strings.Join(w, "; ")
 		}

@@ -50,19 +50,20 @@ func TestRunFunctionStatus(t *testing.T) {
 			reason:   "A new PeerRelay waits for endpoints, and nothing is ready.",
 			observed: map[string]string{},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("0 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{},
 				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_FALSE},
 			},
 		},
 		"OneOfTwo": {
-			reason: "One Service has an ingress IP: one of two replicas has an address, shown from the ingress.",
+			reason: "One Service has an ingress IP, advertised in replica 0's config: one of two replicas has an address, shown from the ingress.",
 			observed: map[string]string{
 				"service-0": svcWithIP("203.0.113.10"), "service-1": "apiVersion: v1\nkind: Service\nmetadata: {name: y}",
+				"relayconfig-0": relayCfg("True"),
 				"statefulset-0": sts(1), "statefulset-1": sts(1), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas have a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
 				addresses: "203.0.113.10",
 				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
@@ -90,7 +91,7 @@ func TestRunFunctionStatus(t *testing.T) {
 			reason: "Every replica has an endpoint and every pod is ready.",
 			observed: map[string]string{
 				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
-				"relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "relayconfig-1": relayCfg("False", "203.0.113.11:41641"),
+				"relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "relayconfig-1": relayCfg("True", "203.0.113.11:41641"),
 				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
@@ -100,7 +101,24 @@ func TestRunFunctionStatus(t *testing.T) {
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
 				addresses: "203.0.113.10 203.0.113.11",
-				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_FALSE, "statefulset-1": fnv1.Ready_READY_TRUE},
+				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_TRUE},
+			},
+		},
+		"ConfigPending": {
+			reason: "Both load balancers have addresses and both pods are ready, but replica 1's config does not advertise its address yet: not ready.",
+			observed: map[string]string{
+				"service-0": svcWithIP("203.0.113.10"), "service-1": svcWithIP("203.0.113.11"),
+				"relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "relayconfig-1": relayCfg("False"),
+				"statefulset-0": sts(1), "statefulset-1": sts(1),
+			},
+			want: want{
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints: []any{
+					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
+					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
+				},
+				addresses: "203.0.113.10 203.0.113.11",
+				ready:     map[string]fnv1.Ready{"relayconfig-1": fnv1.Ready_READY_FALSE, "service-1": fnv1.Ready_READY_TRUE},
 			},
 		},
 	}

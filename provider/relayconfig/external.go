@@ -107,7 +107,14 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 
 	s := current
 	if s == nil {
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		// The config Secret's name is fixed and only we write it, so
+		// there is nothing to leak: a missing one is written by Update,
+		// which spares the two annotation writes Crossplane makes around
+		// Create. Every write to a RelayConfig is a watch event on its
+		// PeerRelay, and enough of them open Crossplane's watch circuit
+		// breaker. Once the RelayConfig is being deleted, a missing Secret
+		// means there is nothing left to delete.
+		return managed.ExternalObservation{ResourceExists: !meta.WasDeleted(mg), ResourceUpToDate: false}, nil
 	}
 	if !metav1.IsControlledBy(s, mg) {
 		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
@@ -177,9 +184,16 @@ func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*core
 	return svc, nil
 }
 
-// Create writes the config Secret, owned by the RelayConfig so it goes with
-// it.
+// Create writes the config Secret. Observe reports a missing Secret as one
+// to update, so the reconciler calls Update instead; Create stays for the
+// interface and does the same.
 func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, e.create(ctx, mg)
+}
+
+// create writes the config Secret, owned by the RelayConfig so it goes with
+// it.
+func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace(),
@@ -190,15 +204,20 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 	}
 	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
 	if err := e.kube.Create(ctx, s); err != nil {
-		return managed.ExternalCreation{}, fmt.Errorf("cannot create config Secret %s: %w", s.Name, err)
+		return fmt.Errorf("cannot create config Secret %s: %w", s.Name, err)
 	}
-	return managed.ExternalCreation{}, nil
+	return nil
 }
 
-// Update rewrites the config Secret's data; containerboot reloads the file.
+// Update writes the config Secret, or rewrites its data; containerboot
+// reloads the file.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
 	s := &corev1.Secret{}
-	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s); err != nil {
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
+	if kerrors.IsNotFound(err) {
+		return managed.ExternalUpdate{}, e.create(ctx, mg)
+	}
+	if err != nil {
 		return managed.ExternalUpdate{}, fmt.Errorf("cannot get config Secret: %w", err)
 	}
 	s.Data = map[string][]byte{tsconfig.FileName: e.rendered}

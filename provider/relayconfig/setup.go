@@ -4,7 +4,6 @@ package relayconfig
 
 import (
 	"context"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -50,10 +49,10 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithManagementPolicies(),
-		// The "external resource" is a Secret read through the informer
-		// cache, which lags writes by milliseconds, not the 30 s a cloud
-		// API may; a Secret deleted by hand is recreated without waiting.
-		managed.WithCreationGracePeriod(2*time.Second),
+		// No external-name annotation: the config Secret is named by
+		// spec.forProvider.configSecretName, and the default initializer's
+		// write would be one more watch event on the PeerRelay.
+		managed.WithInitializers(),
 	)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).

@@ -1,0 +1,555 @@
+// Package crossplane runs the system a user installs: a real Crossplane core
+// with our three packages installed from a registry, as the README says, and
+// PeerRelays driven through it.
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+const (
+	version = "v0.1.0"
+	// registryName is where the README's packages live; an ImageConfig
+	// sends Crossplane to the loopback registry instead.
+	registryName = "xpkg.crossplane.io/peerrelay"
+
+	v2API     = "peerrelay.io/v1alpha1"
+	legacyAPI = "legacy.peerrelay.io/v1alpha1"
+	relayAPI  = "relay.peerrelay.io/v1alpha1"
+)
+
+// system is the running Crossplane with our packages.
+type system struct {
+	*harness.Crossplane
+	runtime *harness.Runtime
+	cloud   *cloud
+	writes  *writeCounter
+}
+
+func TestCrossplane(t *testing.T) {
+	s := start(t)
+	ctx := t.Context()
+
+	if !t.Run("README", func(t *testing.T) { s.readme(t, "## Install on a cluster") }) {
+		return // nothing else can work
+	}
+	t.Run("LegacyClaim", func(t *testing.T) { s.readme(t, "### Legacy claims") })
+	t.Run("Scale", func(t *testing.T) { s.scale(ctx, t) })
+	t.Run("SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
+	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
+	t.Run("BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
+	t.Run("Delete", func(t *testing.T) { s.deletion(ctx, t) })
+	t.Run("DeleteNamespace", func(t *testing.T) { s.deleteNamespace(ctx, t) })
+	t.Run("Quiet", func(t *testing.T) { s.quiet(ctx, t) })
+}
+
+func start(t *testing.T) *system {
+	t.Helper()
+	xpkgDir := os.Getenv("PEERRELAY_XPKG_DIR")
+	if xpkgDir == "" {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		xpkgDir = filepath.Join(root, ".cache", "xpkg")
+	}
+	for _, p := range []string{"function", "provider", "configuration"} {
+		if _, err := os.Stat(filepath.Join(xpkgDir, fmt.Sprintf("%s-peerrelay-%s.xpkg", p, version))); err != nil {
+			harness.Missing(t, "packages not built in %s: run `make xpkg`", xpkgDir)
+		}
+	}
+	harness.Tool(t, "function-peerrelay")
+	harness.Tool(t, "provider-peerrelay")
+
+	xp := harness.StartCrossplane(t, harness.CrossplaneOptions{})
+	for _, p := range []string{"function", "provider", "configuration"} {
+		name := p + "-peerrelay"
+		xp.Registry.Push(t, filepath.Join(xpkgDir, fmt.Sprintf("%s-%s.xpkg", name, version)), "peerrelay/"+name, version)
+	}
+	// The registry a user names is rewritten to the loopback one, so the
+	// packages and the Configuration's dependencies keep their real names.
+	ic := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+		"metadata": map[string]any{"name": "loopback-registry"},
+		"spec": map[string]any{
+			"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": registryName}},
+			"rewriteImage": map[string]any{"prefix": xp.Registry.Host + "/peerrelay"},
+		},
+	}}
+	harness.Eventually(t, 60*time.Second, "ImageConfig", func() error { return xp.Admin.Create(t.Context(), ic) })
+
+	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin}, writes: &writeCounter{}}
+	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { s.cloud.run(ctx); done <- struct{}{} }()
+	go func() { s.writes.run(ctx, xp.AdminConfig); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	t.Cleanup(func() { s.reportErrors(t) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := s.Kubectl(t, "get", "-A", "-o", "yaml", "providers,providerrevisions,relayconfigs,peerrelays.peerrelay.io,xpeerrelays,statefulsets")
+			t.Logf("---- state at failure ----\n%s", out)
+		}
+	})
+	return s
+}
+
+// readme runs every command of the README block under heading, in order,
+// and checks the output it shows.
+func (s *system) readme(t *testing.T, heading string) {
+	for _, c := range readmeBlock(t, heading) {
+		args := make([]string, len(c.args)-1)
+		for i, a := range c.args[1:] {
+			args[i] = strings.ReplaceAll(a, "<registry>", registryName)
+		}
+		var out string
+		var err error
+		switch c.args[0] {
+		case "kubectl":
+			out, err = s.Kubectl(t, args...)
+		case "crossplane":
+			out, err = s.CLI(t, args...)
+		default:
+			t.Fatalf("README command %q: the test knows kubectl and crossplane only", c.line)
+		}
+		t.Logf("$ %s\n%s", c.line, out)
+		if err != nil {
+			t.Fatalf("README command %q failed: %v\n%s", c.line, err, out)
+		}
+		if c.output != nil {
+			checkTable(t, c.line, c.output, strings.Split(strings.TrimSpace(out), "\n"))
+		}
+	}
+}
+
+// checkTable compares kubectl's table with the README's, column by column,
+// except AGE.
+func checkTable(t *testing.T, cmd string, want, got []string) {
+	t.Helper()
+	w, g := columns(want), columns(got)
+	if len(w) != len(g) {
+		t.Fatalf("%s: README shows %d rows, kubectl printed %d:\n%s", cmd, len(w), len(g), strings.Join(got, "\n"))
+	}
+	wantHeader, gotHeader := strings.Fields(want[0]), strings.Fields(got[0])
+	if !slices.Equal(wantHeader, gotHeader) {
+		t.Errorf("%s: columns: README shows %v, kubectl printed %v", cmd, wantHeader, gotHeader)
+	}
+	for i := range w {
+		for col, v := range w[i] {
+			if col != "AGE" && g[i][col] != v {
+				t.Errorf("%s: row %d column %s: README shows %q, kubectl printed %q", cmd, i, col, v, g[i][col])
+			}
+		}
+	}
+}
+
+// peerRelay applies a v2 PeerRelay with the given spec (YAML) and returns
+// its name.
+func (s *system) applyPeerRelay(t *testing.T, ns, name, spec string) {
+	t.Helper()
+	manifest := fmt.Sprintf("apiVersion: %s\nkind: PeerRelay\nmetadata: {name: %s, namespace: %s}\nspec:\n%s\n", v2API, name, ns, indent(spec))
+	if out, err := s.KubectlIn(t, []byte(manifest), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply of PeerRelay %s/%s: %v\n%s", ns, name, err, out)
+	}
+}
+
+func indent(y string) string {
+	lines := strings.Split(strings.TrimSpace(y), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitReady waits for PeerRelayReady=True and Crossplane's Ready=True on a
+// v2 PeerRelay, and returns it.
+func (s *system) waitReady(ctx context.Context, t *testing.T, ns, name string, timeout time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	var pr *unstructured.Unstructured
+	harness.Eventually(t, timeout, "PeerRelay "+ns+"/"+name+" ready", func() error {
+		var err error
+		if pr, err = s.Get(ctx, v2API, "PeerRelay", ns, name); err != nil {
+			return err
+		}
+		for _, c := range []string{"PeerRelayReady", "Ready", "Synced"} {
+			if st, msg := condition(pr, c); st != "True" {
+				return fmt.Errorf("%s is %q: %s", c, st, msg)
+			}
+		}
+		return nil
+	})
+	return pr
+}
+
+func condition(u *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			st, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			reason, _ := m["reason"].(string)
+			return st, reason + ": " + msg
+		}
+	}
+	return "", "no condition"
+}
+
+// relayPods returns the relay pods of PeerRelay ns/name by pod name, with
+// their UIDs.
+func (s *system) relayPods(ctx context.Context, t *testing.T, ns, name string) map[string]types.UID {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+func (s *system) names(ctx context.Context, t *testing.T, list client.ObjectList, ns, instance string) []string {
+	t.Helper()
+	if err := s.Admin.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": instance}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	switch l := list.(type) {
+	case *appsv1.StatefulSetList:
+		for _, o := range l.Items {
+			out = append(out, o.Name)
+		}
+	case *corev1.ServiceList:
+		for _, o := range l.Items {
+			out = append(out, o.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// scale: 2→3→1 on the README's PeerRelay. Running replicas keep their
+// pods (same UIDs); a removed replica's objects go.
+func (s *system) scale(ctx context.Context, t *testing.T) {
+	const ns, name = "team-a", "my-relay"
+	before := s.relayPods(ctx, t, ns, name)
+	if len(before) != 2 {
+		t.Fatalf("want the README's 2 relay pods, got %v", before)
+	}
+	for _, n := range []int{3, 1} {
+		if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)); err != nil {
+			t.Fatalf("scale to %d: %v\n%s", n, err, out)
+		}
+		harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d replicas", n), func() error {
+			pr, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+			if err != nil {
+				return err
+			}
+			if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, fmt.Sprintf("all %d replicas", n)) {
+				return fmt.Errorf("PeerRelayReady %s: %s", st, msg)
+			}
+			pods := s.relayPods(ctx, t, ns, name)
+			if len(pods) != n {
+				return fmt.Errorf("%d pods: %v", len(pods), pods)
+			}
+			var sts []string
+			for i := range n {
+				sts = append(sts, fmt.Sprintf("%s-%d", name, i))
+			}
+			if got := s.names(ctx, t, &appsv1.StatefulSetList{}, ns, name); !slices.Equal(got, sts) {
+				return fmt.Errorf("StatefulSets %v, want %v", got, sts)
+			}
+			rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
+			if err != nil {
+				return err
+			}
+			if len(rcs) != n {
+				return fmt.Errorf("%d RelayConfigs", len(rcs))
+			}
+			return nil
+		})
+		after := s.relayPods(ctx, t, ns, name)
+		for pod, uid := range before {
+			if newUID, ok := after[pod]; ok && newUID != uid {
+				t.Errorf("scaling to %d recreated running pod %s (uid %s → %s)", n, pod, uid, newUID)
+			}
+		}
+		if _, ok := after[name+"-0-0"]; !ok {
+			t.Errorf("scaling to %d took replica 0's pod down: %v", n, after)
+		}
+		before = after
+	}
+}
+
+// specChange: a new port and Service annotations reach the Services and the
+// config the relays read.
+func (s *system) specChange(ctx context.Context, t *testing.T) {
+	const ns, name = "team-a", "my-relay"
+	if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p",
+		`{"spec":{"port":7001,"service":{"annotations":{"example.com/team":"net"}}}}`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	harness.Eventually(t, 60*time.Second, "port and annotations applied", func() error {
+		svc := &corev1.Service{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, svc); err != nil {
+			return err
+		}
+		if p := svc.Spec.Ports[0].Port; p != 7001 {
+			return fmt.Errorf("Service port %d", p)
+		}
+		if a := svc.Annotations["example.com/team"]; a != "net" {
+			return fmt.Errorf("Service annotations %v", svc.Annotations)
+		}
+		cfg := &corev1.Secret{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0-config"}, cfg); err != nil {
+			return err
+		}
+		for _, v := range cfg.Data {
+			if !strings.Contains(string(v), `"RelayServerPort":7001`) || !strings.Contains(string(v), `203.0.113.10:7001`) {
+				return fmt.Errorf("config: %s", v)
+			}
+		}
+		pr, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+		if err != nil {
+			return err
+		}
+		eps, _, _ := unstructured.NestedSlice(pr.Object, "status", "endpoints")
+		if len(eps) != 1 || fmt.Sprint(eps[0].(map[string]any)["port"]) != "7001" {
+			return fmt.Errorf("status.endpoints %v", eps)
+		}
+		return nil
+	})
+}
+
+// proxyClass: spec.proxyClass with no ProxyClass CRD composes with the
+// defaults and says why; once the Tailscale operator's CRD and the
+// ProxyClass exist, the pods get its settings.
+func (s *system) proxyClass(ctx context.Context, t *testing.T) {
+	const ns, name = "team-a", "edge-relay"
+	s.applyPeerRelay(t, ns, name, "replicas: 1\nproxyClass: edge\nauthKeySecretRef: {name: tailscale-auth}")
+	s.waitReady(ctx, t, ns, name, 90*time.Second)
+	harness.Eventually(t, 30*time.Second, "a warning naming the missing CRD", func() error {
+		return s.eventContains(ctx, ns, name, "the ProxyClass CRD (proxyclasses.tailscale.com, from the Tailscale operator) is not installed")
+	})
+
+	root, _ := harness.RepoRoot()
+	crd := filepath.Join(tailscaleModuleDir(t, root), "cmd", "k8s-operator", "deploy", "crds", "tailscale.com_proxyclasses.yaml")
+	if out, err := s.Kubectl(t, "apply", "--server-side", "-f", crd); err != nil {
+		t.Fatalf("installing the ProxyClass CRD: %v\n%s", err, out)
+	}
+	harness.Eventually(t, 30*time.Second, "ProxyClass CRD established", func() error {
+		_, err := s.Kubectl(t, "wait", "--for=condition=Established", "crd/proxyclasses.tailscale.com", "--timeout=1s")
+		return err
+	})
+	// Crossplane does not watch required resources: the PeerRelay sees the
+	// new CRD at its next poll, or at once when touched, as here.
+	s.touch(t, ns, name, "1")
+	harness.Eventually(t, 60*time.Second, "a warning naming the missing ProxyClass", func() error {
+		return s.eventContains(ctx, ns, name, `ProxyClass "edge" named by spec.proxyClass does not exist`)
+	})
+	pc := "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    pod:\n      nodeSelector: {node-role: edge}\n"
+	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s.touch(t, ns, name, "2")
+	harness.Eventually(t, 60*time.Second, "the ProxyClass's nodeSelector on the relay pods", func() error {
+		sts := &appsv1.StatefulSet{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, sts); err != nil {
+			return err
+		}
+		if got := sts.Spec.Template.Spec.NodeSelector["node-role"]; got != "edge" {
+			return fmt.Errorf("nodeSelector %v", sts.Spec.Template.Spec.NodeSelector)
+		}
+		return nil
+	})
+}
+
+// touch annotates a PeerRelay, which makes Crossplane reconcile it now.
+func (s *system) touch(t *testing.T, ns, name, v string) {
+	t.Helper()
+	if out, err := s.Kubectl(t, "-n", ns, "annotate", "--overwrite", "peerrelay", name, "test.peerrelay.io/touch="+v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func tailscaleModuleDir(t *testing.T, root string) string {
+	t.Helper()
+	out, err := runIn(root, "go", "list", "-m", "-f", "{{.Dir}}", "tailscale.com")
+	if err != nil {
+		t.Fatalf("go list tailscale.com: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// eventContains looks for an event on PeerRelay ns/name whose message holds
+// msg.
+func (s *system) eventContains(ctx context.Context, ns, name, msg string) error {
+	evs := &corev1.EventList{}
+	if err := s.Admin.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var seen []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name != name || e.InvolvedObject.Kind != "PeerRelay" {
+			continue
+		}
+		if strings.Contains(e.Message, msg) {
+			return nil
+		}
+		seen = append(seen, e.Reason+": "+e.Message)
+	}
+	return fmt.Errorf("no event says %q; events: %v", msg, seen)
+}
+
+// badSpec: a legacy claim whose spec the function refuses gets a clear
+// condition, and nothing is composed.
+func (s *system) badSpec(ctx context.Context, t *testing.T) {
+	const ns, name = "team-b", "bad-relay"
+	claim := fmt.Sprintf("apiVersion: %s\nkind: PeerRelay\nmetadata: {name: %s, namespace: %s}\nspec:\n  replicas: 1\n  staticEndpoints: [\"not-an-address\"]\n", legacyAPI, name, ns)
+	if out, err := s.KubectlIn(t, []byte(claim), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	harness.Eventually(t, 60*time.Second, "the claim says what is wrong", func() error {
+		c, err := s.Get(ctx, legacyAPI, "PeerRelay", ns, name)
+		if err != nil {
+			return err
+		}
+		st, msg := condition(c, "PeerRelayReady")
+		if st != "False" || !strings.HasPrefix(msg, "SpecInvalid: ") || !strings.Contains(msg, "spec.staticEndpoints[0]") {
+			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
+		}
+		return nil
+	})
+	if got := s.names(ctx, t, &appsv1.StatefulSetList{}, ns, name); len(got) != 0 {
+		t.Errorf("a refused spec composed StatefulSets %v", got)
+	}
+	if got := s.names(ctx, t, &corev1.ServiceList{}, ns, name); len(got) != 0 {
+		t.Errorf("a refused spec composed Services %v", got)
+	}
+	if out, err := s.Kubectl(t, "-n", ns, "delete", "peerrelayclaim", name, "--timeout=60s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// deletion: deleting the v2 PeerRelay and the legacy claim leaves nothing
+// behind.
+func (s *system) deletion(ctx context.Context, t *testing.T) {
+	for _, d := range []struct{ ns, kind, name string }{
+		{"team-a", "peerrelay", "my-relay"},
+		{"team-a", "peerrelay", "edge-relay"},
+		{"team-b", "peerrelayclaim", "my-relay"},
+	} {
+		if out, err := s.Kubectl(t, "-n", d.ns, "delete", d.kind, d.name, "--timeout=60s"); err != nil {
+			t.Fatalf("kubectl delete %s %s: %v\n%s", d.kind, d.name, err, out)
+		}
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		s.waitEmpty(ctx, t, ns, 60*time.Second)
+	}
+	if xrs, _ := s.List(ctx, legacyAPI, "XPeerRelay", ""); len(xrs) != 0 {
+		t.Errorf("XPeerRelays left: %d", len(xrs))
+	}
+}
+
+// waitEmpty waits until namespace ns holds nothing we compose.
+func (s *system) waitEmpty(ctx context.Context, t *testing.T, ns string, timeout time.Duration) {
+	t.Helper()
+	harness.Eventually(t, timeout, "nothing left in "+ns, func() error {
+		var left []string
+		for _, k := range []struct{ api, kind string }{
+			{relayAPI, "RelayConfig"}, {relayAPI, "ProviderConfigUsage"}, {"apps/v1", "StatefulSet"},
+			{"v1", "Service"}, {"rbac.authorization.k8s.io/v1", "Role"},
+		} {
+			items, err := s.List(ctx, k.api, k.kind, ns)
+			if err != nil {
+				return err
+			}
+			for _, i := range items {
+				left = append(left, k.kind+"/"+i.GetName()+fmt.Sprint(i.GetFinalizers()))
+			}
+		}
+		secrets := &corev1.SecretList{}
+		if err := s.Admin.List(ctx, secrets, client.InNamespace(ns), client.HasLabels{"app.kubernetes.io/instance"}); err != nil {
+			return err
+		}
+		for _, sec := range secrets.Items {
+			left = append(left, "Secret/"+sec.Name)
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
+}
+
+// deleteNamespace: a namespace holding a ready PeerRelay is deleted within
+// 60 s, finalizers and all.
+func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
+	const ns, name = "team-c", "doomed"
+	if err := s.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	s.applyPeerRelay(t, ns, name, "replicas: 2")
+	s.waitComposed(ctx, t, ns, name, 2)
+	if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, "namespace "+ns+" gone", func() error {
+		n := &corev1.Namespace{}
+		err := s.Admin.Get(ctx, types.NamespacedName{Name: ns}, n)
+		if kerrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rcs, _ := s.List(ctx, relayAPI, "RelayConfig", ns)
+		var left []string
+		for _, rc := range rcs {
+			left = append(left, rc.GetName()+fmt.Sprint(rc.GetFinalizers()))
+		}
+		return fmt.Errorf("namespace %s, RelayConfigs left %v, conditions %v", n.Status.Phase, left, n.Status.Conditions)
+	})
+}
+
+// waitComposed waits until a PeerRelay's RelayConfigs are ready.
+func (s *system) waitComposed(ctx context.Context, t *testing.T, ns, name string, replicas int) {
+	t.Helper()
+	harness.Eventually(t, 90*time.Second, "RelayConfigs of "+ns+"/"+name+" ready", func() error {
+		rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range rcs {
+			if st, _ := condition(&rcs[i], "Ready"); st == "True" {
+				ready++
+			}
+		}
+		if ready != replicas {
+			return fmt.Errorf("%d of %d RelayConfigs ready", ready, replicas)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,103 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// cloud stands in for what a cluster with nodes has and this one does not:
+// a cloud controller that gives every LoadBalancer Service an ingress IP,
+// and kubelets that run every pod and report it Ready. It only writes
+// status, as they would; what the pods run is issue "relay pods that really
+// run".
+type cloud struct {
+	c client.Client
+
+	mu sync.Mutex
+	// ips overrides the address a Service (namespace/name) gets.
+	ips map[string]string
+}
+
+// lbAddress is the ingress IP for replica i's Service: 203.0.113.(10+i),
+// the addresses the README shows, unless overridden.
+func (cl *cloud) lbAddress(svc *corev1.Service) string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if ip, ok := cl.ips[svc.Namespace+"/"+svc.Name]; ok {
+		return ip
+	}
+	i, err := strconv.Atoi(svc.Labels["peerrelay.io/replica"])
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("203.0.113.%d", 10+i)
+}
+
+// setAddress makes the cloud give Service ns/name the address ip.
+func (cl *cloud) setAddress(ns, name, ip string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.ips == nil {
+		cl.ips = map[string]string{}
+	}
+	cl.ips[ns+"/"+name] = ip
+}
+
+// run reconciles until ctx ends.
+func (cl *cloud) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		cl.pass(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (cl *cloud) pass(ctx context.Context) {
+	svcs := &corev1.ServiceList{}
+	if err := cl.c.List(ctx, svcs); err == nil {
+		for i := range svcs.Items {
+			svc := &svcs.Items[i]
+			ip := cl.lbAddress(svc)
+			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || ip == "" {
+				continue
+			}
+			if ing := svc.Status.LoadBalancer.Ingress; len(ing) == 1 && ing[0].IP == ip {
+				continue
+			}
+			orig := svc.DeepCopy()
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+			_ = cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := cl.c.List(ctx, pods); err != nil {
+		return
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		orig := p.DeepCopy()
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = "10.244.0." + strconv.Itoa(2+i%250)
+		p.Status.StartTime = &now
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+		_ = cl.c.Status().Patch(ctx, p, client.MergeFrom(orig))
+	}
+}

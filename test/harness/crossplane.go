@@ -1,0 +1,310 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Crossplane's namespace and the names a Helm install gives its parts.
+const (
+	CrossplaneNamespace  = "crossplane-system"
+	crossplaneSA         = "crossplane"
+	rbacManagerSA        = "rbac-manager"
+	caSecretName         = "crossplane-root-ca"
+	clientTLSSecretName  = "crossplane-tls-client"
+	crossplaneVersionDir = "github.com/crossplane/crossplane/v2"
+)
+
+// Crossplane is a Crossplane core running against a real kube-apiserver with
+// no nodes: kube-controller-manager (garbage collector, StatefulSets,
+// namespaces, ServiceAccounts, ClusterRole aggregation), Crossplane core and
+// its RBAC manager each as their own ServiceAccount with the RBAC Crossplane's
+// Helm chart gives them, and a loopback registry holding our packages.
+// Packages run with the External runtime: Runtime (runtime.go) does what a
+// package runtime would for our function and provider.
+type Crossplane struct {
+	API *APIServer
+	// Admin is a cluster-admin client: the test acting as a user.
+	Admin       client.Client
+	AdminConfig *rest.Config
+	// Kubeconfig is the admin kubeconfig kubectl and the Crossplane CLI use.
+	Kubeconfig string
+	Registry   *Registry
+	Dir        string
+
+	KCM, Core, RBAC *Process
+}
+
+// CrossplaneOptions tune StartCrossplane.
+type CrossplaneOptions struct {
+	// PollInterval is Crossplane's --poll-interval; default 15s.
+	PollInterval time.Duration
+}
+
+// StartCrossplane starts everything but our packages; it stops when the test
+// ends.
+func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
+	t.Helper()
+	for _, tool := range []string{"kube-controller-manager", "crossplane", "helm", "crank"} {
+		Tool(t, tool)
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 15 * time.Second
+	}
+	ctx := context.Background()
+	c := &Crossplane{API: StartAPIServer(t), Dir: t.TempDir()}
+	c.AdminConfig = c.API.Config
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if c.Admin, err = client.New(c.AdminConfig, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	c.Kubeconfig = WriteKubeconfig(t, c.AdminConfig, c.Dir, "admin")
+
+	c.KCM = StartProcess(t, "kube-controller-manager", Tool(t, "kube-controller-manager"), []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--controllers=garbagecollector,statefulset,namespace,clusterrole-aggregation,serviceaccount",
+		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
+		"--concurrent-statefulset-syncs=10",
+	}, nil)
+
+	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	crossplaneDir := moduleDir(t, "crossplane", crossplaneVersionDir)
+	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
+
+	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
+	Eventually(t, 60*time.Second, "ClusterRole crossplane is aggregated", func() error {
+		cr := &rbacv1.ClusterRole{}
+		if err := c.Admin.Get(ctx, types.NamespacedName{Name: "crossplane"}, cr); err != nil {
+			return err
+		}
+		if len(cr.Rules) == 0 {
+			return fmt.Errorf("no rules yet")
+		}
+		return nil
+	})
+
+	core := WriteKubeconfig(t, ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, crossplaneSA), c.Dir, crossplaneSA)
+	rbacKC := WriteKubeconfig(t, ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, rbacManagerSA), c.Dir, rbacManagerSA)
+	env := []string{"KUBECONFIG=" + core, "POD_NAMESPACE=" + CrossplaneNamespace, "POD_SERVICE_ACCOUNT=" + crossplaneSA}
+
+	// crossplane core init, as its init container runs: CRDs, the lock, the
+	// CA and Crossplane's client certificate. Right after the CRDs apply, the
+	// first try can fail ("no matches for kind Lock"); it is retried.
+	initEnv := append(env, "CRDS_PATH="+filepath.Join(crossplaneDir, "cluster", "crds"),
+		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName)
+	Eventually(t, 90*time.Second, "crossplane core init", func() error {
+		cmd := exec.Command(Tool(t, "crossplane"), "core", "init", "--enable-webhooks=false", "--activation=*")
+		cmd.Env = append(os.Environ(), initEnv...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, tail(string(out), 2000))
+		}
+		return nil
+	})
+	clientCerts := filepath.Join(c.Dir, "tls-client")
+	c.copySecret(t, clientTLSSecretName, clientCerts)
+
+	// The RBAC manager serves metrics on :8080 and has no flag to move it.
+	if l, err := net.Listen("tcp", ":8080"); err != nil {
+		t.Fatalf("crossplane rbac start needs port 8080, which is in use (a process left from an earlier run?): %v", err)
+	} else {
+		_ = l.Close()
+	}
+	c.RBAC = StartProcess(t, "crossplane rbac", Tool(t, "crossplane"), []string{
+		"rbac", "start", "--provider-clusterrole=crossplane:allowed-provider-permissions",
+	}, []string{"KUBECONFIG=" + rbacKC, "POD_NAMESPACE=" + CrossplaneNamespace})
+
+	metricsPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(c.Dir, "xpkg-cache")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c.Core = StartProcess(t, "crossplane core", Tool(t, "crossplane"), []string{
+		"core", "start", "--package-runtime=External", "--enable-webhooks=false",
+		"--xpkg-cache-dir=" + cache,
+		"--metrics-port=" + strconv.Itoa(metricsPort), "--health-probe-port=" + strconv.Itoa(healthPort),
+		"--poll-interval=" + o.PollInterval.String(), "--debug",
+	}, append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
+
+	c.Registry = StartRegistry(t)
+	return c
+}
+
+// applyChartRBAC renders the ClusterRoles, bindings and ServiceAccounts of
+// Crossplane's own Helm chart (from the module cache) and applies them.
+func (c *Crossplane) applyChartRBAC(t testing.TB, chart string) {
+	t.Helper()
+	args := []string{"template", "crossplane", chart, "--namespace", CrossplaneNamespace}
+	for _, f := range []string{
+		"clusterrole.yaml", "clusterrolebinding.yaml", "serviceaccount.yaml",
+		"rbac-manager-clusterrole.yaml", "rbac-manager-clusterrolebinding.yaml", "rbac-manager-serviceaccount.yaml",
+		"rbac-manager-managed-clusterroles.yaml", "rbac-manager-allowed-provider-permissions.yaml",
+	} {
+		args = append(args, "--show-only", "templates/"+f)
+	}
+	cmd := exec.Command(Tool(t, "helm"), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.Dir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(c.Dir, "helm"))
+	rendered, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template of Crossplane's chart: %v", err)
+	}
+	if out, err := c.KubectlIn(t, rendered, "apply", "-f", "-"); err != nil {
+		t.Fatalf("applying Crossplane's RBAC: %v\n%s", err, out)
+	}
+}
+
+// copySecret writes a Secret's keys as files in dir.
+func (c *Crossplane) copySecret(t testing.TB, name, dir string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := c.Admin.Get(context.Background(), types.NamespacedName{Namespace: CrossplaneNamespace, Name: name}, s); err != nil {
+		t.Fatalf("cannot read Secret %s: %v", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range s.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Kubectl runs kubectl as cluster admin from the repository root, as a user
+// following the README would, and returns its combined output.
+func (c *Crossplane) Kubectl(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	return c.KubectlIn(t, nil, args...)
+}
+
+// KubectlIn is Kubectl with stdin.
+func (c *Crossplane) KubectlIn(t testing.TB, stdin []byte, args ...string) (string, error) {
+	t.Helper()
+	return c.run(t, stdin, Tool(t, "kubectl"), args...)
+}
+
+// CLI runs the Crossplane CLI (crank) as cluster admin from the repository
+// root.
+func (c *Crossplane) CLI(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	return c.run(t, nil, Tool(t, "crank"), args...)
+}
+
+func (c *Crossplane) run(t testing.TB, stdin []byte, bin string, args ...string) (string, error) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // well within go test's own timeout
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Get reads an object of any kind as unstructured.
+func (c *Crossplane) Get(ctx context.Context, apiVersion, kind, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	return u, c.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
+}
+
+// List lists objects of any kind as unstructured (in ns, or everywhere).
+func (c *Crossplane) List(ctx context.Context, apiVersion, kind, ns string, opts ...client.ListOption) ([]unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(apiVersion)
+	l.SetKind(kind + "List")
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	err := c.Admin.List(ctx, l, opts...)
+	if kerrors.IsNotFound(err) || isNoMatch(err) {
+		return nil, nil
+	}
+	return l.Items, err
+}
+
+func isNoMatch(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no matches for kind")
+}
+
+// moduleDir is where the Go module cache holds module mod, as resolved by
+// the tool wrapper module test/tools/<tool>.
+func moduleDir(t testing.TB, tool, mod string) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod)
+	cmd.Dir = filepath.Join(root, "test", "tools", tool)
+	out, err := cmd.Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("cannot find module %s through test/tools/%s: %v", mod, tool, err)
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// Eventually calls f until it returns nil, every 250 ms, and fails the test
+// with f's last error after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	if err := Poll(timeout, f); err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	}
+}
+
+// Poll calls f until it returns nil, every 250 ms, and returns f's last
+// error after timeout.
+func Poll(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

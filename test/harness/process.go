@@ -1,0 +1,92 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Process is a child process the harness started; its output is kept for
+// the test to read and is printed when the test fails.
+type Process struct {
+	Name string
+	Log  *SyncBuffer
+
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartProcess starts bin with args and env added to this process's
+// environment. It is stopped (SIGTERM, then SIGKILL after 10 s) when the
+// test ends, and its output is shown if the test failed.
+func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
+	t.Helper()
+	p, err := startProcess(t, name, bin, args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startProcess is StartProcess for goroutines other than the test's, which
+// may not call t.Fatal.
+func startProcess(t testing.TB, name, bin string, args, env []string) (*Process, error) {
+	p := &Process{Name: name, Log: &SyncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.Log, p.Log
+	// Its own process group, so Stop reaches any child it started; and it
+	// dies with the test binary (a timed-out test runs no cleanup), rather
+	// than hold its ports for the next run.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() || os.Getenv("PEERRELAY_TEST_LOGS") != "" {
+			t.Logf("---- %s output (last 64 KiB) ----\n%s", name, tail(p.Log.String(), 64<<10))
+		}
+	})
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop ends the process and waits for it.
+func (p *Process) Stop() {
+	if p.Exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
