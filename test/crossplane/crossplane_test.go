@@ -305,7 +305,9 @@ func (s *system) scale(ctx context.Context, t *testing.T) {
 // specChange: a new port and Service annotations reach the Services and the
 // config the relays read.
 func (s *system) specChange(ctx context.Context, t *testing.T) {
-	const ns, name = "team-a", "my-relay"
+	const ns, name = "team-a", "changed"
+	s.applyPeerRelay(t, ns, name, "replicas: 1\nauthKeySecretRef: {name: tailscale-auth}")
+	s.waitReady(ctx, t, ns, name, 90*time.Second)
 	if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p",
 		`{"spec":{"port":7001,"service":{"annotations":{"example.com/team":"net"}}}}`); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -458,6 +460,7 @@ func (s *system) deletion(ctx context.Context, t *testing.T) {
 	for _, d := range []struct{ ns, kind, name string }{
 		{"team-a", "peerrelay", "my-relay"},
 		{"team-a", "peerrelay", "edge-relay"},
+		{"team-a", "peerrelay", "changed"},
 		{"team-b", "peerrelayclaim", "my-relay"},
 	} {
 		if out, err := s.Kubectl(t, "-n", d.ns, "delete", d.kind, d.name, "--timeout=60s"); err != nil {
