@@ -507,7 +507,10 @@ func (s *system) waitEmpty(ctx context.Context, t *testing.T, ns string, timeout
 }
 
 // deleteNamespace: a namespace holding a ready PeerRelay is deleted within
-// 60 s, finalizers and all.
+// 60 s, finalizers and all, even when the provider was down while the
+// namespace controller removed everything else (the RelayConfigs'
+// ProviderConfigUsages among it, which a terminating namespace refuses to
+// take again).
 func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 	const ns, name = "team-c", "doomed"
 	if err := s.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -515,9 +518,21 @@ func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 	}
 	s.applyPeerRelay(t, ns, name, "replicas: 2")
 	s.waitComposed(ctx, t, ns, name, 2)
-	if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	s.runtime.WhileProviderDown(func() {
+		if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 60*time.Second, "only the RelayConfigs (finalizers) left in "+ns, func() error {
+			pcus, err := s.List(ctx, relayAPI, "ProviderConfigUsage", ns)
+			if err != nil {
+				return err
+			}
+			if len(pcus) > 0 {
+				return fmt.Errorf("%d ProviderConfigUsages left", len(pcus))
+			}
+			return nil
+		})
+	})
 	harness.Eventually(t, 60*time.Second, "namespace "+ns+" gone", func() error {
 		n := &corev1.Namespace{}
 		err := s.Admin.Get(ctx, types.NamespacedName{Name: ns}, n)

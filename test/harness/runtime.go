@@ -41,7 +41,26 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	provider *Process
+	paused   bool
 	errs     []string
+}
+
+// WhileProviderDown stops the provider, calls f, and lets the runtime start
+// it again: a provider restarting, or lagging, while the world changes.
+func (r *Runtime) WhileProviderDown(f func()) {
+	r.mu.Lock()
+	p := r.provider
+	r.paused = true
+	r.mu.Unlock()
+	if p != nil {
+		p.Stop()
+	}
+	defer func() {
+		r.mu.Lock()
+		r.provider, r.paused = nil, false
+		r.mu.Unlock()
+	}()
+	f()
 }
 
 // Provider is the provider's process, once started.
@@ -169,7 +188,10 @@ func (r *Runtime) serve(ctx context.Context, t testing.TB, c *Crossplane, rev *u
 // startProvider binds the provider's ServiceAccount to its revision's
 // ClusterRole and starts it as that ServiceAccount once its CRDs are in.
 func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane, rev *unstructured.Unstructured, o RuntimeOptions) error {
-	if r.Provider() != nil {
+	r.mu.Lock()
+	running := r.provider != nil || r.paused
+	r.mu.Unlock()
+	if running {
 		return nil
 	}
 	sa, err := c.providerServiceAccount(ctx, rev)
