@@ -355,8 +355,7 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 		return s.eventContains(ctx, ns, name, "the ProxyClass CRD (proxyclasses.tailscale.com, from the Tailscale operator) is not installed")
 	})
 
-	root, _ := harness.RepoRoot()
-	crd := filepath.Join(tailscaleModuleDir(t, root), "cmd", "k8s-operator", "deploy", "crds", "tailscale.com_proxyclasses.yaml")
+	crd := filepath.Join(harness.ModuleDir(t, ".", "tailscale.com"), "cmd", "k8s-operator", "deploy", "crds", "tailscale.com_proxyclasses.yaml")
 	if out, err := s.Kubectl(t, "apply", "--server-side", "-f", crd); err != nil {
 		t.Fatalf("installing the ProxyClass CRD: %v\n%s", err, out)
 	}
@@ -393,15 +392,6 @@ func (s *system) touch(t *testing.T, ns, name, v string) {
 	if out, err := s.Kubectl(t, "-n", ns, "annotate", "--overwrite", "peerrelay", name, "test.peerrelay.io/touch="+v); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-}
-
-func tailscaleModuleDir(t *testing.T, root string) string {
-	t.Helper()
-	out, err := runIn(root, "go", "list", "-m", "-f", "{{.Dir}}", "tailscale.com")
-	if err != nil {
-		t.Fatalf("go list tailscale.com: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(out)
 }
 
 // eventContains looks for an event on PeerRelay ns/name whose message holds

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,35 +18,16 @@ import (
 // run".
 type cloud struct {
 	c client.Client
-
-	mu sync.Mutex
-	// ips overrides the address a Service (namespace/name) gets.
-	ips map[string]string
 }
 
 // lbAddress is the ingress IP for replica i's Service: 203.0.113.(10+i),
-// the addresses the README shows, unless overridden.
+// the addresses the README shows.
 func (cl *cloud) lbAddress(svc *corev1.Service) string {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if ip, ok := cl.ips[svc.Namespace+"/"+svc.Name]; ok {
-		return ip
-	}
 	i, err := strconv.Atoi(svc.Labels["peerrelay.io/replica"])
 	if err != nil {
 		return ""
 	}
 	return fmt.Sprintf("203.0.113.%d", 10+i)
-}
-
-// setAddress makes the cloud give Service ns/name the address ip.
-func (cl *cloud) setAddress(ns, name, ip string) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.ips == nil {
-		cl.ips = map[string]string{}
-	}
-	cl.ips[ns+"/"+name] = ip
 }
 
 // run reconciles until ctx ends.

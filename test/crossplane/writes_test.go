@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -240,11 +239,4 @@ func (s *system) reportErrors(t *testing.T) {
 			t.Logf("  %s", e)
 		}
 	}
-}
-
-func runIn(dir, bin string, args ...string) (string, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }

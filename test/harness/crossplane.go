@@ -27,12 +27,12 @@ import (
 
 // Crossplane's namespace and the names a Helm install gives its parts.
 const (
-	CrossplaneNamespace  = "crossplane-system"
-	crossplaneSA         = "crossplane"
-	rbacManagerSA        = "rbac-manager"
-	caSecretName         = "crossplane-root-ca"
-	clientTLSSecretName  = "crossplane-tls-client"
-	crossplaneVersionDir = "github.com/crossplane/crossplane/v2"
+	CrossplaneNamespace = "crossplane-system"
+	crossplaneSA        = "crossplane"
+	rbacManagerSA       = "rbac-manager"
+	caSecretName        = "crossplane-root-ca"
+	clientTLSSecretName = "crossplane-tls-client"
+	crossplaneModule    = "github.com/crossplane/crossplane/v2"
 )
 
 // Crossplane is a Crossplane core running against a real kube-apiserver with
@@ -94,7 +94,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	crossplaneDir := moduleDir(t, "crossplane", crossplaneVersionDir)
+	crossplaneDir := ModuleDir(t, "test/tools/crossplane", crossplaneModule)
 	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
 
 	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
@@ -267,19 +267,20 @@ func isNoMatch(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "no matches for kind")
 }
 
-// moduleDir is where the Go module cache holds module mod, as resolved by
-// the tool wrapper module test/tools/<tool>.
-func moduleDir(t testing.TB, tool, mod string) string {
+// ModuleDir is where the Go module cache holds module mod, as the module in
+// dir (relative to the repository root: "." or a test/tools wrapper)
+// resolves it.
+func ModuleDir(t testing.TB, dir, mod string) string {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod)
-	cmd.Dir = filepath.Join(root, "test", "tools", tool)
+	cmd.Dir = filepath.Join(root, dir)
 	out, err := cmd.Output()
 	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("cannot find module %s through test/tools/%s: %v", mod, tool, err)
+		t.Fatalf("cannot find module %s through %s: %v", mod, dir, err)
 	}
 	return string(bytes.TrimSpace(out))
 }
@@ -288,22 +289,14 @@ func moduleDir(t testing.TB, tool, mod string) string {
 // with f's last error after timeout.
 func Eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	if err := Poll(timeout, f); err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, err)
-	}
-}
-
-// Poll calls f until it returns nil, every 250 ms, and returns f's last
-// error after timeout.
-func Poll(timeout time.Duration, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := f()
 		if err == nil {
-			return nil
+			return
 		}
 		if time.Now().After(deadline) {
-			return err
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
