@@ -18,7 +18,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/crank \
-	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/function-patch-and-transform \
+	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
 	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
 .PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean
@@ -73,11 +73,17 @@ $(BIN)/controller-gen: test/tools/controller-gen/go.mod test/tools/controller-ge
 
 $(BIN)/tailscaled: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/tailscale && $(GO) build -o $@ tailscale.com/cmd/tailscaled
+	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscaled
 
 $(BIN)/tailscale: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/tailscale && $(GO) build -o $@ tailscale.com/cmd/tailscale
+	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscale
+
+# What the tailscale image runs as its entrypoint; the test node agent runs
+# the composed pods with it, tailscaled and tailscale on its PATH.
+$(BIN)/containerboot: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+	@mkdir -p $(BIN)
+	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/containerboot
 
 $(BIN)/function-patch-and-transform: test/tools/patch-and-transform/go.mod test/tools/patch-and-transform/go.sum
 	@mkdir -p $(BIN)

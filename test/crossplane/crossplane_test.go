@@ -40,6 +40,8 @@ const (
 type system struct {
 	*harness.Crossplane
 	runtime *harness.Runtime
+	node    *harness.Node
+	tailnet *harness.Tailnet
 	cloud   *cloud
 	writes  *writeCounter
 }
@@ -98,6 +100,10 @@ func start(t *testing.T) *system {
 
 	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin}, writes: &writeCounter{}}
 	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{})
+	// The pods run for real: containerboot and tailscaled, logging in to a
+	// control server that answers as Tailscale's.
+	s.node = xp.StartNode(t, harness.NodeOptions{})
+	s.tailnet = s.node.StartTailnet(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { s.cloud.run(ctx); done <- struct{}{} }()

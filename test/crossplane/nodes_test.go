@@ -7,15 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// cloud stands in for what a cluster with nodes has and this one does not:
-// a cloud controller that gives every LoadBalancer Service an ingress IP,
-// and kubelets that run every pod and report it Ready. It only writes
-// status, as they would; what the pods run is issue "relay pods that really
-// run".
+// cloud stands in for what a cluster in a cloud has and this one does not:
+// a cloud controller that gives every LoadBalancer Service an ingress IP.
+// It only writes status, as one would. (The pods run on harness.Node.)
 type cloud struct {
 	c client.Client
 }
@@ -57,27 +54,5 @@ func (cl *cloud) pass(ctx context.Context) {
 			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
 			_ = cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
 		}
-	}
-	pods := &corev1.PodList{}
-	if err := cl.c.List(ctx, pods); err != nil {
-		return
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning {
-			continue
-		}
-		orig := p.DeepCopy()
-		now := metav1.Now()
-		p.Status.Phase = corev1.PodRunning
-		p.Status.PodIP = "10.244.0." + strconv.Itoa(2+i%250)
-		p.Status.StartTime = &now
-		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
-		_ = cl.c.Status().Patch(ctx, p, client.MergeFrom(orig))
 	}
 }

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -13,9 +15,9 @@ import (
 	"time"
 )
 
-// ServerCert is a TLS server certificate for 127.0.0.1 signed by a CA, in
-// the layout function-sdk-go's --tls-server-certs-dir and Crossplane's TLS
-// Secrets use: tls.crt, tls.key and ca.crt.
+// ServerCert is a TLS server certificate signed by a CA, in the layout
+// function-sdk-go's --tls-server-certs-dir and Crossplane's TLS Secrets use:
+// tls.crt, tls.key and ca.crt.
 type ServerCert struct {
 	Cert, Key, CA []byte
 }
@@ -24,6 +26,38 @@ type ServerCert struct {
 // CA whose PEM certificate and key are given, as Crossplane's own package
 // runtime would for a function it runs.
 func SignServerCert(caCertPEM, caKeyPEM []byte, commonName string) (*ServerCert, error) {
+	return signCert(caCertPEM, caKeyPEM, []string{commonName, "localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+}
+
+// newCA makes a self-signed CA; it returns its PEM certificate and key.
+func newCA(commonName string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             time.Now().Add(-time.Minute),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
+}
+
+// signCert signs a server certificate for names and ips.
+func signCert(caCertPEM, caKeyPEM []byte, names []string, ips []net.IP) (*ServerCert, error) {
 	ca, err := tls.X509KeyPair(caCertPEM, caKeyPEM)
 	if err != nil {
 		return nil, err
@@ -32,7 +66,11 @@ func SignServerCert(caCertPEM, caKeyPEM []byte, commonName string) (*ServerCert,
 	if err != nil {
 		return nil, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	signer, ok := ca.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, errors.New("the CA key cannot sign")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
@@ -42,25 +80,25 @@ func SignServerCert(caCertPEM, caKeyPEM []byte, commonName string) (*ServerCert,
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: commonName},
-		DNSNames:     []string{commonName, "localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		Subject:      pkix.Name{CommonName: names[0]},
+		DNSNames:     names,
+		IPAddresses:  ips,
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	signer, ok := ca.PrivateKey.(*rsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("the CA key is not an RSA key")
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, signer)
 	if err != nil {
 		return nil, err
 	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
 	return &ServerCert{
 		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		Key:  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		Key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}),
 		CA:   caCertPEM,
 	}, nil
 }

@@ -72,7 +72,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		o.PollInterval = 15 * time.Second
 	}
 	ctx := context.Background()
-	c := &Crossplane{API: StartAPIServer(t), Dir: t.TempDir()}
+	c := &Crossplane{API: startAPIServer(t, true), Dir: t.TempDir()}
 	c.AdminConfig = c.API.Config
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -84,9 +84,15 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	}
 	c.Kubeconfig = WriteKubeconfig(t, c.AdminConfig, c.Dir, "admin")
 
+	// root-ca-cert-publisher writes kube-root-ca.crt into every namespace:
+	// the ca.crt of a pod's kube-api-access volume.
+	rootCA := filepath.Join(c.Dir, "cluster-ca.crt")
+	if err := os.WriteFile(rootCA, c.API.ClusterCA, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c.KCM = StartProcess(t, "kube-controller-manager", Tool(t, "kube-controller-manager"), []string{
-		"--kubeconfig=" + c.Kubeconfig,
-		"--controllers=garbagecollector,statefulset,namespace,clusterrole-aggregation,serviceaccount",
+		"--kubeconfig=" + c.Kubeconfig, "--root-ca-file=" + rootCA,
+		"--controllers=garbagecollector,statefulset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher",
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--concurrent-statefulset-syncs=10",
 	}, nil)

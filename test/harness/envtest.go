@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,11 +17,27 @@ import (
 type APIServer struct {
 	Env    *envtest.Environment
 	Config *rest.Config
+	// ClusterCA signed the certificate the API server shows a pod that
+	// dials https://kubernetes.default.svc: a pod's ca.crt.
+	ClusterCA []byte
 }
+
+// KubernetesServiceIP is the default kubernetes Service's ClusterIP, first
+// of the service range below: KUBERNETES_SERVICE_HOST in a pod.
+var KubernetesServiceIP = net.IPv4(10, 0, 0, 1)
 
 // StartAPIServer starts kube-apiserver and etcd from the tools folder with
 // the CRDs in crdDirs installed, and stops them when the test ends.
 func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
+	t.Helper()
+	return startAPIServer(t, false, crdDirs...)
+}
+
+// startAPIServer with pods admits pods as a cluster does: the
+// ServiceAccount admission plugin (which envtest turns off) gives each pod
+// its kube-api-access token volume and refuses one whose ServiceAccount
+// does not exist yet.
+func startAPIServer(t testing.TB, pods bool, crdDirs ...string) *APIServer {
 	t.Helper()
 	for _, tool := range []string{"kube-apiserver", "etcd", "kubectl"} {
 		Tool(t, tool)
@@ -40,6 +59,27 @@ func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	// A certificate folder of our own survives a restart (RestartAPIServer),
 	// so clients keep trusting the server.
 	apiServer.CertDir = t.TempDir()
+	if pods {
+		apiServer.Configure().Disable("disable-admission-plugins")
+	}
+	// What a pod dials is https://kubernetes.default.svc, which envtest's own
+	// certificate does not name: the server shows this one to such a client.
+	ca, caKey, err := newCA("cluster-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := signCert(ca, caKey, []string{"kubernetes.default.svc", "kubernetes.default", "kubernetes", "kubernetes.default.svc.cluster.local"}, []net.IP{KubernetesServiceIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key := filepath.Join(apiServer.CertDir, "in-cluster.crt"), filepath.Join(apiServer.CertDir, "in-cluster.key")
+	if err := os.WriteFile(crt, svc.Cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, svc.Key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apiServer.Configure().Append("tls-sni-cert-key", crt+","+key)
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)
@@ -49,7 +89,7 @@ func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 			t.Logf("stopping the API server: %v", err)
 		}
 	})
-	return &APIServer{Env: env, Config: cfg}
+	return &APIServer{Env: env, Config: cfg, ClusterCA: ca}
 }
 
 // RestartAPIServer stops kube-apiserver, waits, and starts it again on the
