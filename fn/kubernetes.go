@@ -58,14 +58,19 @@ func serviceAccount(r *relay) *corev1.ServiceAccount {
 }
 
 // role lets each pod's containerboot keep its device state in its own state
-// Secret and record events; nothing else.
+// Secret and record events on its pod (containerboot checks get, create and
+// patch on events before it writes any); nothing else. It cannot create
+// Secrets: create cannot be limited to names, and would let the relay create
+// any Secret in the namespace. A state Secret deleted under a running relay
+// is re-created by Crossplane as a composed resource; until then a
+// restarting containerboot exits and the pod backs off.
 func role(r *relay) *rbacv1.Role {
 	states := make([]string, r.Replicas)
 	for i := range states {
 		states[i] = replicaName(r.Base, i)
 	}
 	rules := []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"},
+		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "create", "patch"},
 	}}
 	if len(states) > 0 {
 		rules = append([]rbacv1.PolicyRule{{
@@ -153,11 +158,16 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	mounts := []corev1.VolumeMount{{Name: configVolume, ReadOnly: true, MountPath: path.Join(configMountRoot, name)}}
 	volumes = append(volumes, corev1.Volume{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	mounts = append(mounts, corev1.VolumeMount{Name: tmpVolume, MountPath: "/tmp"})
+	// The key is needed only to log in: once the replica's state Secret
+	// holds a device, the provider drops AuthKey from the config, and a
+	// restarted pod must start even if the key Secret was deleted (or its
+	// key was single-use and is spent). Hence an optional volume.
 	if r.AuthKey != nil {
 		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{
 				SecretName: r.AuthKey.Name,
 				Items:      []corev1.KeyToPath{{Key: r.AuthKey.Key, Path: r.AuthKey.Key}},
+				Optional:   ptr(true),
 			},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
@@ -166,7 +176,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		// access in its provider config) into R-i-authkey. The pod waits
 		// for it.
 		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix},
+			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix, Optional: ptr(true)},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
 	}
@@ -175,9 +185,14 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		Name:  containerName,
 		Image: r.Image,
 		Env: []corev1.EnvVar{
+			// POD_NAME and POD_UID let containerboot write events on its pod.
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
 			{Name: "TS_KUBE_SECRET", Value: name},
 			{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: path.Join(configMountRoot, name)},
+			// TS_LOCAL_ADDR_PORT stays containerboot's default, [::]:9002:
+			// one dual-stack socket answers the probe on IPv4-only,
+			// IPv6-only and dual-stack pods; 0.0.0.0 would fail IPv6-only.
 			{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
 			{Name: "TS_USERSPACE", Value: "true"},
 		},
@@ -196,7 +211,11 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		}},
 	}
 	spec := corev1.PodSpec{
-		ServiceAccountName:        r.Base,
+		ServiceAccountName: r.Base,
+		// containerboot reads TS_* variables, and a Service named like
+		// ts-local-addr would inject TS_LOCAL_ADDR_PORT=udp://… and stop
+		// it from starting.
+		EnableServiceLinks:        ptr(false),
 		Volumes:                   volumes,
 		Containers:                []corev1.Container{c},
 		NodeSelector:              pod.NodeSelector,

@@ -29,7 +29,19 @@ const (
 // RelayConfig asks for Inline. With no auth key Secret named and Tailscale
 // API access configured, the provider mints one. The key never reaches an
 // error or a log.
+//
+// Once the replica's state Secret holds a device the config carries no key
+// at all: tailscaled logs in from its state, and a restarted pod must not
+// depend on a key Secret that was deleted after enrolment or a single-use
+// key already spent (the pod mounts the key Secret as optional).
 func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
+	device, err := e.deviceID(ctx, mg)
+	if err != nil {
+		return "", err
+	}
+	if device != "" && !meta.WasDeleted(mg) {
+		return "", nil
+	}
 	ref := mg.Spec.ForProvider.AuthKeySecretRef
 	if ref == nil {
 		if e.api == nil {

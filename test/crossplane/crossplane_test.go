@@ -137,20 +137,22 @@ func (s *system) readme(t *testing.T, heading string) {
 		default:
 			t.Fatalf("README command %q: the test knows kubectl and crossplane only", c.line)
 		}
-		t.Logf("$ %s\n%s", c.line, out)
+		t.Logf("%s $ %s\n%s", time.Now().Format("15:04:05.000"), c.line, out)
 		if err != nil {
 			t.Fatalf("README command %q failed: %v\n%s", c.line, err, out)
 		}
-		if c.output != nil {
-			checkTable(t, c.line, c.output, strings.Split(strings.TrimSpace(out), "\n"))
+		if c.output != nil && !checkTable(t, c.line, c.output, strings.Split(strings.TrimSpace(out), "\n")) && c.args[0] == "kubectl" {
+			y, _ := s.Kubectl(t, append(args, "-o", "yaml", "--show-managed-fields")...)
+			t.Logf("the object behind that table:\n%s", y)
 		}
 	}
 }
 
 // checkTable compares kubectl's table with the README's, column by column,
 // except AGE.
-func checkTable(t *testing.T, cmd string, want, got []string) {
+func checkTable(t *testing.T, cmd string, want, got []string) bool {
 	t.Helper()
+	ok := true
 	w, g := columns(want), columns(got)
 	if len(w) != len(g) {
 		t.Fatalf("%s: README shows %d rows, kubectl printed %d:\n%s", cmd, len(w), len(g), strings.Join(got, "\n"))
@@ -158,14 +160,17 @@ func checkTable(t *testing.T, cmd string, want, got []string) {
 	wantHeader, gotHeader := strings.Fields(want[0]), strings.Fields(got[0])
 	if !slices.Equal(wantHeader, gotHeader) {
 		t.Errorf("%s: columns: README shows %v, kubectl printed %v", cmd, wantHeader, gotHeader)
+		ok = false
 	}
 	for i := range w {
 		for col, v := range w[i] {
 			if col != "AGE" && g[i][col] != v {
 				t.Errorf("%s: row %d column %s: README shows %q, kubectl printed %q", cmd, i, col, v, g[i][col])
+				ok = false
 			}
 		}
 	}
+	return ok
 }
 
 // peerRelay applies a v2 PeerRelay with the given spec (YAML) and returns
