@@ -261,10 +261,7 @@ func compose(r *relay) []keyedObject {
 		if r.AWS == nil || r.AWS.Managed || r.AWS.Replicas[i].Use != nil {
 			objs = append(objs, keyedObject{svcKey(i), service(r, i)})
 		}
-		objs = append(objs,
-			keyedObject{stateKey(i), stateSecret(r, i)},
-			keyedObject{relayConfigKey(i), relayConfig(r, i)},
-		)
+		objs = append(objs, keyedObject{relayConfigKey(i), relayConfig(r, i)})
 		if r.AWS != nil {
 			objs = append(objs, composeAWS(r, i)...)
 		}

@@ -94,16 +94,6 @@ func roleBinding(r *relay) *rbacv1.RoleBinding {
 	}
 }
 
-// stateSecret is created empty; tailscaled fills it. It lives as long as the
-// replica so a restarted pod keeps its device identity.
-func stateSecret(r *relay, i int) *corev1.Secret {
-	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: meta(r, replicaName(r.Base, i), replicaLabels(r, i)),
-		Type:       corev1.SecretTypeOpaque,
-	}
-}
-
 // service is replica i's Service: a LoadBalancer for the cloud's load
 // balancer controller, or with load balancers composed as managed resources
 // a ClusterIP that nothing outside looks at.

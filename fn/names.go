@@ -73,7 +73,6 @@ func hostname(prefix string, i int) string       { return prefix + "-" + strconv
 // Pipeline resource names: how Crossplane tells our composed resources apart
 // across calls. Not object names.
 func svcKey(i int) string         { return "service-" + strconv.Itoa(i) }
-func stateKey(i int) string       { return "state-secret-" + strconv.Itoa(i) }
 func relayConfigKey(i int) string { return "relayconfig-" + strconv.Itoa(i) }
 func statefulSetKey(i int) string { return "statefulset-" + strconv.Itoa(i) }
 func eipKey(i int) string         { return "eip-" + strconv.Itoa(i) }

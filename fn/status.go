@@ -47,6 +47,20 @@ type replicaObservation struct {
 	podReady     bool
 }
 
+// enrolled tells whether every replica's device exists: its RelayConfig
+// recorded the device ID containerboot wrote into the state Secret. The key
+// is needed only to log in, so a key Secret deleted after that is no
+// problem.
+func (o observedState) enrolled(r *relay) bool {
+	for i := range r.Replicas {
+		rc, ok := o.get(relayConfigKey(i))
+		if !ok || str(rc, "status", "atProvider", "deviceID") == "" {
+			return false
+		}
+	}
+	return true
+}
+
 func (o observedState) get(key string) (*structpb.Struct, bool) {
 	s := o.observed[key].GetResource()
 	return s, s != nil
@@ -132,7 +146,7 @@ func summarise(r *relay, o observedState) summary {
 		// Nothing changes for these replicas until the spec is fixed.
 		s.reason = reasonAWSConfigInvalid
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
-	case o.authKey != "":
+	case o.authKey != "" && !o.enrolled(r):
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending

@@ -30,15 +30,11 @@ const (
 // API access configured, the provider mints one. The key never reaches an
 // error or a log.
 //
-// Once the replica's state Secret holds a device the config carries no key
-// at all: tailscaled logs in from its state, and a restarted pod must not
-// depend on a key Secret that was deleted after enrolment or a single-use
-// key already spent (the pod mounts the key Secret as optional).
-func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
-	device, err := e.deviceID(ctx, mg)
-	if err != nil {
-		return "", err
-	}
+// Once the replica's device exists (device names its ID) the config carries
+// no key at all: tailscaled logs in from its state, and a restarted pod must
+// not depend on a key Secret deleted after enrolment or a single-use key
+// already spent (the pod mounts the key Secret as optional).
+func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, device string) (string, error) {
 	if device != "" && !meta.WasDeleted(mg) {
 		return "", nil
 	}
@@ -47,7 +43,7 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (strin
 		if e.api == nil {
 			return "", nil // the user logs the device in some other way
 		}
-		return e.mintedKey(ctx, mg)
+		return e.mintedKey(ctx, mg, device)
 	}
 	key := ref.Key
 	if key == "" {
@@ -71,25 +67,55 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig) (strin
 	return string(bytes.TrimSpace(v)), nil
 }
 
-// deviceID reads the replica's device ID from its state Secret, falling
-// back to the last one recorded (the state Secret may already be gone).
-func (e *external) deviceID(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
+// stateSecret returns the replica's state Secret, or nil when it is
+// missing (or the RelayConfig names none).
+func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
 	name := mg.Spec.ForProvider.StateSecretName
 	if name == "" {
-		return mg.Status.AtProvider.DeviceID, nil
+		return nil, nil
 	}
 	s := &corev1.Secret{}
 	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
 	if kerrors.IsNotFound(err) {
-		return mg.Status.AtProvider.DeviceID, nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
+		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
 	}
-	if id := string(s.Data[stateSecretDeviceIDKey]); id != "" {
-		mg.Status.AtProvider.DeviceID = id
+	return s, nil
+}
+
+// deviceID records the device ID containerboot wrote into the state
+// Secret, whenever it appears, and returns the last one recorded (the state
+// Secret may be gone).
+func deviceID(mg *v1alpha1.RelayConfig, state *corev1.Secret) string {
+	if state != nil {
+		if id := string(state.Data[stateSecretDeviceIDKey]); id != "" {
+			mg.Status.AtProvider.DeviceID = id
+		}
 	}
-	return mg.Status.AtProvider.DeviceID, nil
+	return mg.Status.AtProvider.DeviceID
+}
+
+// createStateSecret creates the replica's empty state Secret, controlled by
+// the RelayConfig so it lives exactly as long as the replica: a restarted
+// pod keeps its device identity, and the device ID is still there to read
+// when the RelayConfig is deleted. It is the provider's, not a composed
+// resource, because containerboot writes it often and every write to a
+// composed resource is a watch event on the PeerRelay.
+func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: mg.Spec.ForProvider.StateSecretName, Namespace: mg.GetNamespace(),
+			Labels: map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
+		},
+		Type: corev1.SecretTypeOpaque,
+	}
+	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
+	if err := e.kube.Create(ctx, s); err != nil && !kerrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cannot create state Secret %s: %w", s.Name, err)
+	}
+	return nil
 }
 
 // mintedKey makes sure Secret <name>-authkey holds a usable key and returns
@@ -97,18 +123,14 @@ func (e *external) deviceID(ctx context.Context, mg *v1alpha1.RelayConfig) (stri
 // no device: once tailscaled has logged in, its state Secret carries the
 // device ID and the key is never needed (or re-sent) again. An unused key
 // that expired is replaced.
-func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
+func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig, device string) (string, error) {
 	name := mg.GetName() + v1alpha1.MintedAuthKeySuffix
 	ref := "file:" + path.Join(v1alpha1.DefaultAuthKeyMountPath, mg.GetName(), mintedKeyDataKey)
-	device, err := e.deviceID(ctx, mg)
-	if err != nil {
-		return "", err
-	}
 	if meta.WasDeleted(mg) {
 		return ref, nil // never mint for a replica on its way out
 	}
 	s := &corev1.Secret{}
-	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
 	switch {
 	case err == nil:
 		mg.Status.AtProvider.AuthKeyID = s.Annotations[annotationKeyID]

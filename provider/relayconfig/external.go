@@ -51,7 +51,8 @@ type external struct {
 	controlURL string
 	api        tailnet.API // nil without Tailscale API access
 
-	rendered []byte
+	rendered     []byte
+	stateMissing bool
 }
 
 // Observe resolves the endpoints and compares the config Secret with what
@@ -89,7 +90,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		e.recordResolved(mg, res)
 	}
 
-	authKey, err := e.authKey(ctx, mg)
+	state, err := e.stateSecret(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
+	authKey, err := e.authKey(ctx, mg, deviceID(mg, state))
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -106,7 +112,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	}
 
 	s := current
-	if s == nil {
+	if s == nil || e.stateMissing {
 		// The config Secret's name is fixed and only we write it, so
 		// there is nothing to leak: a missing one is written by Update,
 		// which spares the two annotation writes Crossplane makes around
@@ -192,8 +198,13 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 }
 
 // create writes the config Secret, owned by the RelayConfig so it goes with
-// it.
+// it, and the state Secret when it is missing.
 func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
+	if e.stateMissing {
+		if err := e.createStateSecret(ctx, mg); err != nil {
+			return err
+		}
+	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace(),
@@ -212,6 +223,11 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
 // Update writes the config Secret, or rewrites its data; containerboot
 // reloads the file.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
+	if e.stateMissing {
+		if err := e.createStateSecret(ctx, mg); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+	}
 	s := &corev1.Secret{}
 	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
 	if kerrors.IsNotFound(err) {
@@ -232,11 +248,11 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 // retries with backoff and says why in Synced.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalDelete, error) {
 	if e.api != nil {
-		id, err := e.deviceID(ctx, mg)
+		state, err := e.stateSecret(ctx, mg)
 		if err != nil {
 			return managed.ExternalDelete{}, err
 		}
-		if id != "" {
+		if id := deviceID(mg, state); id != "" {
 			if err := e.api.DeleteDevice(ctx, id); err != nil {
 				return managed.ExternalDelete{}, err
 			}

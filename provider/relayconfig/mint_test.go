@@ -33,9 +33,6 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	ctx := context.Background()
 	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
 		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
-	// The empty state Secret, as function-peerrelay composes it.
-	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "relay-0",
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "function-peerrelay"}}}))
 	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
 	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
 		rc.Spec.ForProvider.AuthKeySecretRef = nil
@@ -82,13 +79,19 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	}
 	e.waitFor(t, "relay-0", "the new key's ID", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID == "k2" })
 
-	// tailscaled logs in: the state Secret gets the device ID.
+	// The provider made the empty state Secret, controlled by the
+	// RelayConfig; tailscaled logs in: the state Secret gets the device ID,
+	// and the config no longer carries a key.
 	state := &corev1.Secret{}
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, state))
+	if !metav1.IsControlledBy(state, e.get(t, "relay-0")) {
+		t.Errorf("state Secret relay-0 is not controlled by its RelayConfig: %v", state.OwnerReferences)
+	}
 	state.Data = map[string][]byte{"device_id": []byte("n123")}
 	must(t, e.c.Update(ctx, state))
 	api.AddDevice("n123")
 	e.waitFor(t, "relay-0", "the device ID recorded", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.DeviceID == "n123" })
+	e.config(t, "relay-0-config", "a config without a key once the device exists", func(c ipn.ConfigVAlpha) bool { return c.AuthKey == nil })
 
 	// The minted Secret goes (say, deleted by hand), and even an expired
 	// one would not be replaced: with a device, no new key.

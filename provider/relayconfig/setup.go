@@ -58,32 +58,21 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
 		For(&v1alpha1.RelayConfig{}).
+		// The config and state Secrets: a device ID appearing in the state
+		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient()))).
-		// A state Secret R-i belongs to RelayConfig R-i: a device ID
-		// appearing there is recorded at once.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(stateSecretOwner)).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
-// ManagedByFunction marks the state Secrets function-peerrelay composes.
-const ManagedByFunction = "function-peerrelay"
-
 // CachedSecrets selects the Secrets the manager caches: the provider's own
-// and the relays' state Secrets.
+// (config, state and minted key Secrets).
 func CachedSecrets() labels.Selector {
-	r, err := labels.NewRequirement(LabelManagedBy, selection.In, []string{ManagedBy, ManagedByFunction})
+	r, err := labels.NewRequirement(LabelManagedBy, selection.Equals, []string{ManagedBy})
 	if err != nil {
 		panic(err)
 	}
 	return labels.NewSelector().Add(*r)
-}
-
-func stateSecretOwner(_ context.Context, s client.Object) []reconcile.Request {
-	if s.GetLabels()[LabelManagedBy] != ManagedByFunction {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()}}}
 }
 
 func relayConfigsFor(c client.Client) handler.MapFunc {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,11 +16,31 @@ import (
 // It only writes status, as one would. (The pods run on harness.Node.)
 type cloud struct {
 	c client.Client
+
+	mu        sync.Mutex
+	addresses map[string]string // namespace/name: a replaced load balancer's address
+}
+
+// setAddress gives a Service a new load balancer address, as when its NLB
+// is replaced.
+func (cl *cloud) setAddress(ns, name, ip string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.addresses == nil {
+		cl.addresses = map[string]string{}
+	}
+	cl.addresses[ns+"/"+name] = ip
 }
 
 // lbAddress is the ingress IP for replica i's Service: 203.0.113.(10+i),
 // the addresses the README shows.
 func (cl *cloud) lbAddress(svc *corev1.Service) string {
+	cl.mu.Lock()
+	ip, ok := cl.addresses[svc.Namespace+"/"+svc.Name]
+	cl.mu.Unlock()
+	if ok {
+		return ip
+	}
 	i, err := strconv.Atoi(svc.Labels["peerrelay.io/replica"])
 	if err != nil {
 		return ""
