@@ -171,10 +171,8 @@ func (w *writeCounter) unresponsiveXRs() map[string]string {
 // breaker opened during the whole run.
 func (s *system) quiet(ctx context.Context, t *testing.T) {
 	const ns, name, replicas = "team-q", "quiet", 3
-	if out, err := s.Kubectl(t, "create", "namespace", ns); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	s.applyPeerRelay(t, ns, name, fmt.Sprintf("replicas: %d", replicas))
+	s.namespaceWithKey(t, ns)
+	s.applyPeerRelay(t, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
 	s.waitReady(ctx, t, ns, name, 90*time.Second)
 	// Let what is in flight land: Crossplane's own status writes and the
 	// provider's last observation.
