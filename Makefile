@@ -3,6 +3,7 @@
 #   make render   build and start the function, render examples/ through the
 #                 real Crossplane renderer, print every composed resource
 #   make test     the whole suite: unit + integration against real parts
+#   make demo     the README's install and a relayed ping, on this machine
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -21,7 +22,7 @@ TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(B
 	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
 	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
-.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean
+.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean demo
 
 all: build
 
@@ -154,6 +155,13 @@ unit:
 
 test: tools build xpkg
 	$(GO) test -count=1 ./...
+
+# The README's install and a relayed ping on this machine, no cloud (root:
+# the pods get network namespaces). The test binary is run directly so that
+# what it prints streams as it happens.
+demo: tools build xpkg
+	$(GO) test -c -o $(CURDIR)/.cache/demo.test ./test/crossplane
+	PEERRELAY_DEMO=1 $(CURDIR)/.cache/demo.test -test.run '^TestDemo$$' -test.timeout 15m
 
 # Fuzz the function and the endpoint parser (FUZZTIME each).
 FUZZTIME ?= 60s

@@ -109,6 +109,9 @@ func removeNetns(ns string) {
 		}
 	}
 	_ = ip("netns", "del", ns)
+	// A namespace can outlive its mount point a while (the kernel frees it
+	// when the last reference goes); its veth pair goes now.
+	_ = ip("link", "del", ns+"h")
 }
 
 // removeOwned removes the namespaces and the bridge of test process pid.
@@ -123,23 +126,19 @@ func removeOwned(pid int) {
 			}
 		}
 	}
-	_ = ip("link", "del", "pr"+owner)
+	for _, name := range ownedLinks()[pid] {
+		_ = ip("link", "del", name)
+	}
 }
 
 // removeLeftovers removes what test processes that no longer run left
 // behind (a run killed before its cleanup).
 func removeLeftovers() {
-	out, _ := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output()
 	owners := map[int]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 1 {
-			if m := ownedName.FindStringSubmatch(strings.TrimSuffix(f[1], ":")); m != nil {
-				pid, _ := strconv.Atoi(m[1])
-				owners[pid] = true
-			}
-		}
+	for pid := range ownedLinks() {
+		owners[pid] = true
 	}
-	out, _ = exec.Command("ip", "netns", "list").Output()
+	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
 			if m := ownedName.FindStringSubmatch(f[0]); m != nil {
@@ -153,6 +152,23 @@ func removeLeftovers() {
 			removeOwned(pid)
 		}
 	}
+}
+
+// ownedLinks lists the bridges and veth ends test processes made, by the
+// PID in their names.
+func ownedLinks() map[int][]string {
+	links := map[int][]string{}
+	out, _ := exec.Command("ip", "-o", "link", "show").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			if m := ownedName.FindStringSubmatch(strings.TrimSuffix(name, "h")); m != nil {
+				pid, _ := strconv.Atoi(m[1])
+				links[pid] = append(links[pid], name)
+			}
+		}
+	}
+	return links
 }
 
 func ip(args ...string) error {

@@ -1,0 +1,119 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"tailscale.com/tailcfg"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+// TestDemo is `make demo`: the README's install on this machine, then what
+// a user watches (the PeerRelay until PeerRelayReady, then two clients
+// pinging each other through it), printed as it happens. Everything it
+// started is stopped and removed when it ends.
+func TestDemo(t *testing.T) {
+	if os.Getenv("PEERRELAY_DEMO") == "" {
+		t.Skip("make demo runs this")
+	}
+	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+	began := time.Now()
+	say("Starting kube-apiserver, etcd, kube-controller-manager, Crossplane core v2.4.0, a node that runs pods\nwith containerboot and tailscaled, and a Tailscale control server (testcontrol) on this machine...")
+	s := start(t)
+	say("… up in %v.\n", time.Since(began).Round(time.Second))
+	ctx := t.Context()
+
+	var applied time.Time
+	for _, c := range readmeBlock(t, "## Install on a cluster") {
+		if c.args[0] == "kubectl" && len(c.args) > 3 && c.args[3] == "wait" {
+			break // the watching is done below, as a user would
+		}
+		args := make([]string, len(c.args)-1)
+		for i, a := range c.args[1:] {
+			args[i] = strings.ReplaceAll(a, "<registry>", registryName)
+		}
+		var out string
+		var err error
+		if c.args[0] == "crossplane" {
+			out, err = s.CLI(t, args...)
+		} else {
+			out, err = s.Kubectl(t, args...)
+		}
+		say("$ %s\n%s", c.line, strings.TrimRight(out, "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if strings.Contains(c.line, "apply -f examples/peerrelay.yaml") {
+			applied = time.Now()
+		}
+	}
+
+	say("\n$ kubectl -n team-a get peerrelay my-relay   (every second, until PeerRelayReady)")
+	last := ""
+	harness.Eventually(t, 5*time.Minute, "PeerRelayReady", func() error {
+		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
+		if err != nil {
+			return err
+		}
+		if shown := withoutAge(out); shown != last {
+			say("%6.1fs  %s", time.Since(applied).Seconds(), strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n        "))
+			last = shown
+		}
+		if !strings.Contains(out, " PeerRelayReady ") || !strings.Contains(out, "True     True") {
+			time.Sleep(time.Second)
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	ready := time.Since(applied)
+	say("\nkubectl apply → PeerRelayReady: %v", ready.Round(100*time.Millisecond))
+	out, _ := s.Kubectl(t, "-n", "team-a", "get", "pods")
+	say("\n$ kubectl -n team-a get pods\n%s", strings.TrimSpace(out))
+
+	say("\nTwo tailnet clients that may not use direct UDP (TS_DEBUG_NEVER_DIRECT_UDP=1) ping each other:")
+	a := s.node.StartClient(t, s.tailnet, "client-a", "TS_DEBUG_NEVER_DIRECT_UDP=1")
+	b := s.node.StartClient(t, s.tailnet, "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")
+	harness.WaitRunning(t, a.LocalClient, time.Minute)
+	bIP := harness.WaitRunning(t, b.LocalClient, time.Minute)
+	harness.Eventually(t, 90*time.Second, "a ping through a peer relay", func() error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		res, err := a.LocalClient.Ping(pctx, bIP, tailcfg.PingDisco)
+		switch {
+		case err != nil:
+			return err
+		case res.Err != "":
+			return fmt.Errorf("%s", res.Err)
+		case res.PeerRelay == "":
+			say("  pong from %s via DERP %d (no relay path yet)", bIP, res.DERPRegionID)
+			time.Sleep(time.Second)
+			return fmt.Errorf("not relayed yet")
+		}
+		say("  pong from %s via peer relay %s in %.1f ms", bIP, res.PeerRelay, res.LatencySeconds*1000)
+		return nil
+	})
+	for i := range 2 {
+		pod := fmt.Sprintf("my-relay-%d-0", i)
+		st, err := s.localClient(t, "team-a", pod).DebugPeerRelaySessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		say("  relay %s: %d session(s)", pod, len(st.Sessions))
+	}
+	say("\nDone in %v; stopping everything and removing what was created.", time.Since(began).Round(time.Second))
+}
+
+// withoutAge drops a table's last column, AGE, which changes every second.
+func withoutAge(table string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(table), "\n") {
+		f := strings.Fields(l)
+		b.WriteString(strings.Join(f[:max(len(f)-1, 0)], " ") + "\n")
+	}
+	return b.String()
+}
