@@ -30,7 +30,7 @@ const (
 // API access configured, the provider mints one. The key never reaches an
 // error or a log.
 //
-// Once the replica's device exists (device names its ID) the config carries
+// Once the replica's device exists (device, from its state) the config carries
 // no key at all: tailscaled logs in from its state, and a restarted pod must
 // not depend on a key Secret deleted after enrolment or a single-use key
 // already spent (the pod mounts the key Secret as optional).
@@ -95,6 +95,15 @@ func deviceID(mg *v1alpha1.RelayConfig, state *corev1.Secret) string {
 		}
 	}
 	return mg.Status.AtProvider.DeviceID
+}
+
+// loggedIn returns the device ID in the state Secret now: a device whose
+// state is gone (the Secret deleted by hand) must log in again, with a key.
+func loggedIn(state *corev1.Secret) string {
+	if state == nil {
+		return ""
+	}
+	return string(state.Data[stateSecretDeviceIDKey])
 }
 
 // createStateSecret creates the replica's empty state Secret, controlled by

@@ -95,7 +95,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		return managed.ExternalObservation{}, err
 	}
 	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
-	authKey, err := e.authKey(ctx, mg, deviceID(mg, state))
+	deviceID(mg, state) // recorded for Delete, even if the state goes later
+	authKey, err := e.authKey(ctx, mg, loggedIn(state))
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
