@@ -190,9 +190,13 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			{Name: "healthz", ContainerPort: healthCheckPort, Protocol: corev1.ProtocolTCP},
 			{Name: servicePortName, ContainerPort: r.Port, Protocol: corev1.ProtocolUDP},
 		},
+		// Probed every second: containerboot is healthy about a second
+		// after it starts, and a 5 s period left pods unready for up to 5 s
+		// more (apply → PeerRelayReady, median of the demo: 8.5 s at 5 s,
+		// 4.7 s at 1 s).
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: "/healthz", Port: intstr.FromInt32(healthCheckPort),
-		}}, PeriodSeconds: 5},
+		}}, PeriodSeconds: 1},
 		VolumeMounts:    mounts,
 		SecurityContext: defaultSecurityContext(),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
