@@ -1,14 +1,11 @@
 package crossplane
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"tailscale.com/tailcfg"
 
 	"github.com/peerrelay/peerrelay/test/harness"
 )
@@ -80,23 +77,8 @@ func TestDemo(t *testing.T) {
 	b := s.node.StartClient(t, s.tailnet, "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")
 	harness.WaitRunning(t, a.LocalClient, time.Minute)
 	bIP := harness.WaitRunning(t, b.LocalClient, time.Minute)
-	harness.Eventually(t, 90*time.Second, "a ping through a peer relay", func() error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		res, err := a.LocalClient.Ping(pctx, bIP, tailcfg.PingDisco)
-		switch {
-		case err != nil:
-			return err
-		case res.Err != "":
-			return fmt.Errorf("%s", res.Err)
-		case res.PeerRelay == "":
-			say("  pong from %s via DERP %d (no relay path yet)", bIP, res.DERPRegionID)
-			time.Sleep(time.Second)
-			return fmt.Errorf("not relayed yet")
-		}
-		say("  pong from %s via peer relay %s in %.1f ms", bIP, res.PeerRelay, res.LatencySeconds*1000)
-		return nil
-	})
+	via := harness.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
+	say("  client-a → %s (client-b): pong through peer relay %s", bIP, via)
 	for i := range 2 {
 		pod := fmt.Sprintf("my-relay-%d-0", i)
 		st, err := s.localClient(t, "team-a", pod).DebugPeerRelaySessions(ctx)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/client/local"
-	"tailscale.com/tailcfg"
 	"tailscale.com/types/key"
 
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -32,6 +31,12 @@ const relayPort = 41641
 func (s *system) pods(ctx context.Context, t *testing.T) {
 	const ns, name = "team-pods", "relay"
 	s.namespaceWithKey(t, ns)
+	// A Service whose docker-link variables would include
+	// TS_LOCAL_ADDR_PORT=tcp://…, which containerboot cannot parse: the
+	// pods must not get service links.
+	if out, err := s.Kubectl(t, "-n", ns, "create", "service", "clusterip", "ts-local-addr", "--tcp=80:80"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	applied := time.Now()
 	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}")
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
@@ -103,23 +108,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	b := s.node.StartClient(t, s.tailnet, "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")
 	harness.WaitRunning(t, a.LocalClient, time.Minute)
 	bIP := harness.WaitRunning(t, b.LocalClient, time.Minute)
-	var via string
-	harness.Eventually(t, 90*time.Second, "a disco ping from client-a to client-b through a replica", func() error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		res, err := a.LocalClient.Ping(pctx, bIP, tailcfg.PingDisco)
-		if err != nil {
-			return err
-		}
-		if res.Err != "" {
-			return fmt.Errorf("ping: %s", res.Err)
-		}
-		if res.PeerRelay == "" {
-			return fmt.Errorf("ping went %s / DERP %d, not through a peer relay", res.Endpoint, res.DERPRegionID)
-		}
-		via = res.PeerRelay
-		return nil
-	})
+	via := harness.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
 	if !strings.Contains(via, fmt.Sprintf(":%d", relayPort)) {
 		t.Errorf("the ping went through %s, not a replica's port %d", via, relayPort)
 	}

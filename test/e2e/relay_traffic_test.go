@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"tailscale.com/ipn"
-	"tailscale.com/tailcfg"
 
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -54,21 +53,7 @@ func TestRelayCarriesTraffic(t *testing.T) {
 	waitRunning(t, a)
 	bIP := waitRunning(t, b)
 
-	var via string
-	eventually(t, "a disco ping from client-a to client-b goes through our relay", func(ctx context.Context) error {
-		res, err := a.lc.Ping(ctx, bIP, tailcfg.PingDisco)
-		if err != nil {
-			return err
-		}
-		if res.Err != "" {
-			return fmt.Errorf("ping: %s", res.Err)
-		}
-		if res.PeerRelay == "" {
-			return fmt.Errorf("ping went %s / DERP %d, not through a peer relay", res.Endpoint, res.DERPRegionID)
-		}
-		via = res.PeerRelay
-		return nil
-	})
+	via := harness.PingThroughPeerRelay(t, a.lc, bIP, time.Minute)
 	// This machine's interface address is a candidate too and may win the
 	// race against the loopback endpoint we advertised; what matters here is
 	// that the path is our relay, on the port our config gave it.
@@ -83,18 +68,7 @@ func TestRelayCarriesTraffic(t *testing.T) {
 	}
 }
 
-func waitRunning(t *testing.T, ts *tailscaled) (ip4 netipAddr) {
+func waitRunning(t *testing.T, ts *tailscaled) netipAddr {
 	t.Helper()
-	eventually(t, "tailscaled reaches Running with an address", func(ctx context.Context) error {
-		st, err := ts.lc.Status(ctx)
-		if err != nil {
-			return err
-		}
-		if st.BackendState != ipn.Running.String() || len(st.TailscaleIPs) == 0 {
-			return fmt.Errorf("backend state %s, IPs %v", st.BackendState, st.TailscaleIPs)
-		}
-		ip4 = st.TailscaleIPs[0]
-		return nil
-	})
-	return ip4
+	return harness.WaitRunning(t, ts.lc, time.Minute)
 }

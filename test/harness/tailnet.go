@@ -18,6 +18,7 @@ import (
 
 	"tailscale.com/client/local"
 	"tailscale.com/ipn"
+	"tailscale.com/tailcfg"
 	"tailscale.com/tstest/integration"
 	"tailscale.com/tstest/integration/testcontrol"
 )
@@ -156,4 +157,28 @@ func WaitRunning(t testing.TB, lc *local.Client, timeout time.Duration) netip.Ad
 		return nil
 	})
 	return ip
+}
+
+// PingThroughPeerRelay disco-pings to from lc until a pong comes back
+// through a peer relay, and returns the relay's endpoint as the ping
+// reports it (address:port:vni:N).
+func PingThroughPeerRelay(t testing.TB, lc *local.Client, to netip.Addr, timeout time.Duration) string {
+	t.Helper()
+	var via string
+	Eventually(t, timeout, "a disco ping to "+to.String()+" through a peer relay", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := lc.Ping(ctx, to, tailcfg.PingDisco)
+		switch {
+		case err != nil:
+			return err
+		case res.Err != "":
+			return fmt.Errorf("ping: %s", res.Err)
+		case res.PeerRelay == "":
+			return fmt.Errorf("ping went %s / DERP %d, not through a peer relay", res.Endpoint, res.DERPRegionID)
+		}
+		via = res.PeerRelay
+		return nil
+	})
+	return via
 }
