@@ -26,7 +26,9 @@ func TestStateSecret(t *testing.T) {
 	ctx := context.Background()
 	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
 	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.StateSecretName = "relay-0" })
-	hasKey := func(c ipn.ConfigVAlpha) bool { return c.AuthKey != nil && *c.AuthKey == "file:/etc/tailscale/authkey/authkey" }
+	hasKey := func(c ipn.ConfigVAlpha) bool {
+		return c.AuthKey != nil && *c.AuthKey == "file:/etc/tailscale/authkey/authkey"
+	}
 	e.config(t, "relay-0-config", "a config with the key's file", hasKey)
 
 	state := &corev1.Secret{}
