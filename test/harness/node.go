@@ -46,7 +46,7 @@ const NodeName = "node-0"
 // Readiness comes from the pod's readinessProbe and is written into the
 // pod's status; nothing else writes it.
 type Node struct {
-	Net *podNetwork
+	net *podNetwork
 
 	admin client.Client
 	cs    kubernetes.Interface
@@ -61,7 +61,7 @@ type Node struct {
 // NodeOptions are what the node's world looks like from inside a pod.
 type NodeOptions struct {
 	// Hosts are extra /etc/hosts entries in every pod (a name the test
-	// serves, such as Tailscale's control server, on Net.Services).
+	// serves, such as Tailscale's control server, on the services address).
 	Hosts []string
 	// TrustedCA is added to every pod's CA bundle: the CA of the
 	// certificates the test's servers show.
@@ -79,7 +79,7 @@ func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Net: startPodNetwork(t), admin: c.Admin, cs: cs, dir: t.TempDir(), bin: ToolsDir(t), o: o, pods: map[types.UID]*podRun{}}
+	n := &Node{net: startPodNetwork(t), admin: c.Admin, cs: cs, dir: t.TempDir(), bin: ToolsDir(t), o: o, pods: map[types.UID]*podRun{}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{corev1.LabelHostname: NodeName}}}
 	if err := c.Admin.Create(context.Background(), node); err != nil && !kerrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func (n *Node) admit(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	r.mounts = mounts
-	if r.netns, r.ip, err = n.Net.add(); err != nil {
+	if r.netns, r.ip, err = n.net.add(); err != nil {
 		n.setWaiting(ctx, p, "CreatePodSandboxError", err.Error())
 		return
 	}
@@ -366,7 +366,7 @@ func (n *Node) writeEtc(r *podRun, p *corev1.Pod) error {
 	bundle = append(bundle, o.TrustedCA...)
 	for f, b := range map[string][]byte{
 		"etc/hosts":                         []byte(hosts),
-		"etc/resolv.conf":                   []byte("nameserver " + n.Net.Gateway.String() + "\noptions ndots:5\n"),
+		"etc/resolv.conf":                   []byte("nameserver " + n.net.Gateway.String() + "\noptions ndots:5\n"),
 		"etc/ssl/certs/ca-certificates.crt": bundle,
 	} {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755); err != nil {

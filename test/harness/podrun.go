@@ -174,7 +174,7 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: started}
 	}
 	cur.Status.Phase = corev1.PodRunning
-	cur.Status.HostIP = n.Net.Gateway.String()
+	cur.Status.HostIP = n.net.Gateway.String()
 	cur.Status.HostIPs = []corev1.HostIP{{IP: cur.Status.HostIP}}
 	cur.Status.PodIP = r.ip.String()
 	cur.Status.PodIPs = []corev1.PodIP{{IP: r.ip.String()}}

@@ -43,7 +43,7 @@ type Tailnet struct {
 // is; start it before the pods that use it.
 func (n *Node) StartTailnet(t testing.TB) *Tailnet {
 	t.Helper()
-	addr := n.Net.Services.String()
+	addr := n.net.Services.String()
 	derpMap := integration.RunDERPAndSTUN(t, func(string, ...any) {}, addr)
 	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
 	ca, caKey, err := newCA("test-public-ca")
@@ -103,7 +103,7 @@ type Client struct {
 // environment (TS_DEBUG_NEVER_DIRECT_UDP=1 keeps it off direct paths).
 func (n *Node) StartClient(t testing.TB, tn *Tailnet, hostname string, env ...string) *Client {
 	t.Helper()
-	ns, addr, err := n.Net.add()
+	ns, addr, err := n.net.add()
 	if err != nil {
 		t.Fatal(err)
 	}
