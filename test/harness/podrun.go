@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -167,7 +168,7 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 		return corev1.ConditionFalse
 	}
 	c := &cur.Spec.Containers[0]
-	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: ready, RestartCount: restarts, Started: ptrTo(waiting == nil)}
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: ready, RestartCount: restarts, Started: ptr.To(waiting == nil)}
 	if waiting != nil {
 		cs.State.Waiting = waiting
 	} else {
@@ -191,7 +192,6 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 	_ = n.admin.Status().Patch(ctx, cur, client.MergeFrom(orig))
 }
 
-func ptrTo[T any](v T) *T { return &v }
 
 // refresh brings the pod's Secret and ConfigMap volumes up to date, as the
 // kubelet's periodic sync does (an atomic swap per changed volume).
