@@ -192,7 +192,6 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 	_ = n.admin.Status().Patch(ctx, cur, client.MergeFrom(orig))
 }
 
-
 // refresh brings the pod's Secret and ConfigMap volumes up to date, as the
 // kubelet's periodic sync does (an atomic swap per changed volume).
 func (r *podRun) refresh(ctx context.Context, n *Node, p *corev1.Pod) {
