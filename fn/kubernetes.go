@@ -61,9 +61,10 @@ func serviceAccount(r *relay) *corev1.ServiceAccount {
 // Secret and record events on its pod (containerboot checks get, create and
 // patch on events before it writes any); nothing else. It cannot create
 // Secrets: create cannot be limited to names, and would let the relay create
-// any Secret in the namespace. A state Secret deleted under a running relay
-// is re-created by Crossplane as a composed resource; until then a
-// restarting containerboot exits and the pod backs off.
+// any Secret in the namespace. The provider creates each state Secret (see
+// the RelayConfig's stateSecretName); one deleted under a running relay is
+// made again by the provider, and until then a restarting containerboot
+// exits and the pod backs off.
 func role(r *relay) *rbacv1.Role {
 	states := make([]string, r.Replicas)
 	for i := range states {

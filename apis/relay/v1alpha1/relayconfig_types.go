@@ -146,9 +146,11 @@ type RelayConfigParameters struct {
 	// +optional
 	Tags []string `json:"tags,omitempty"`
 
-	// StateSecretName is the Secret tailscaled keeps its state in; its
-	// device_id tells whether the device exists, so a key is never minted
-	// twice and the device can be removed on deletion.
+	// StateSecretName is the Secret tailscaled keeps its state in. The
+	// provider creates it empty, controlled by this RelayConfig; its
+	// device_id tells whether the device exists, so the config carries no
+	// key once it does, a key is never minted twice, and the device can be
+	// removed on deletion.
 	// +optional
 	StateSecretName string `json:"stateSecretName,omitempty"`
 
