@@ -43,7 +43,7 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, device
 		if e.api == nil {
 			return "", nil // the user logs the device in some other way
 		}
-		return e.mintedKey(ctx, mg, device)
+		return e.mintedKey(ctx, mg)
 	}
 	key := ref.Key
 	if key == "" {
@@ -128,11 +128,11 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 }
 
 // mintedKey makes sure Secret <name>-authkey holds a usable key and returns
-// the config's reference to it. A key is minted only while the replica has
+// the config's reference to it. authKey calls it only while the replica has
 // no device: once tailscaled has logged in, its state Secret carries the
 // device ID and the key is never needed (or re-sent) again. An unused key
 // that expired is replaced.
-func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig, device string) (string, error) {
+func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
 	name := mg.GetName() + v1alpha1.MintedAuthKeySuffix
 	ref := "file:" + path.Join(v1alpha1.DefaultAuthKeyMountPath, mg.GetName(), mintedKeyDataKey)
 	if meta.WasDeleted(mg) {
@@ -144,14 +144,11 @@ func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig, devi
 	case err == nil:
 		mg.Status.AtProvider.AuthKeyID = s.Annotations[annotationKeyID]
 		expires, _ := time.Parse(time.RFC3339, s.Annotations[annotationKeyExpires])
-		if device != "" || time.Now().Before(expires) {
+		if time.Now().Before(expires) {
 			return ref, nil
 		}
 	case kerrors.IsNotFound(err):
 		s = nil
-		if device != "" {
-			return ref, nil // logged in already; the key's job is done
-		}
 	default:
 		return "", fmt.Errorf("cannot get minted auth key Secret %s: %w", name, err)
 	}
