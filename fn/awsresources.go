@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"cmp"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,7 @@ func awsResource(r *relay, i int, service, kind string, forProvider map[string]a
 	if pc := p.ProviderConfig; pc != nil {
 		ref := map[string]any{"name": pc.Name}
 		if !p.Legacy {
-			ref["kind"] = cmpOr(pc.Kind, relayv1alpha1.ClusterProviderConfigKind)
+			ref["kind"] = cmp.Or(pc.Kind, relayv1alpha1.ClusterProviderConfigKind)
 		}
 		spec["providerConfigRef"] = ref
 	}

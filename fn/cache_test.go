@@ -1,15 +1,12 @@
 package fn
 
 import (
-	"math"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // TestCachedCompositionIsTheSame: a second call with the same spec answers
@@ -69,62 +66,6 @@ func TestCachedCompositionIsTheSame(t *testing.T) {
 			want := call(&Function{Log: logging.NewNopLogger()}, reqs[name]())
 			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("%s after %v: the cached answer differs from a fresh one (-fresh +cached):\n%s", name, order, diff)
-			}
-		}
-	}
-}
-
-// TestCanonicalEncodingTellsValuesApart: the cache key's encoding is the
-// same for equal values however their maps iterate, and differs wherever
-// the values do, including where a naive concatenation would collide.
-func TestCanonicalEncodingTellsValuesApart(t *testing.T) {
-	v := func(x any) *structpb.Value {
-		t.Helper()
-		val, err := structpb.NewValue(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return val
-	}
-	values := map[string]*structpb.Value{
-		"missing":                   nil,
-		"null":                      v(nil),
-		"true":                      v(true),
-		"false":                     v(false),
-		"string true":               v("true"),
-		"number 1":                  v(1),
-		"string 1":                  v("1"),
-		"number -0":                 v(math.Copysign(0, -1)),
-		"number 0":                  v(0),
-		"empty string":              v(""),
-		"empty struct":              v(map[string]any{}),
-		"empty list":                v([]any{}),
-		"list a,b":                  v([]any{"a", "b"}),
-		"list ab":                   v([]any{"ab"}),
-		"list b,a":                  v([]any{"b", "a"}),
-		"struct a:b":                v(map[string]any{"a": "b"}),
-		"struct ab:''":              v(map[string]any{"ab": ""}),
-		"struct a:[b]":              v(map[string]any{"a": []any{"b"}}),
-		"struct a,b":                v(map[string]any{"a": 1, "b": 2}),
-		"struct a,b swapped values": v(map[string]any{"a": 2, "b": 1}),
-		"nested":                    v(map[string]any{"a": map[string]any{"b": map[string]any{}}}),
-		"nested list":               v(map[string]any{"a": []any{map[string]any{"b": nil}}}),
-	}
-	seen := map[string]string{}
-	for name, val := range values {
-		enc := string(appendCanonical(nil, val))
-		if other, ok := seen[enc]; ok {
-			t.Errorf("%s and %s encode the same: %q", name, other, enc)
-		}
-		seen[enc] = name
-		// The same value, built again (its maps iterate in another order).
-		again := proto.Clone(val).(*structpb.Value)
-		if val == nil {
-			again = nil
-		}
-		for range 5 {
-			if got := string(appendCanonical(nil, again)); got != enc {
-				t.Errorf("%s encodes differently when built again: %q, then %q", name, enc, got)
 			}
 		}
 	}

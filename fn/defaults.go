@@ -16,14 +16,14 @@ const (
 
 // defaults applies, in order, the PeerRelay's own values, the Input's
 // composition-level defaults and the built-in ones.
-func defaults(xrName, xrNamespace string, xrLabels map[string]string, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*relay, error) {
-	r := &relay{Name: xrName, Namespace: xrNamespace, Spec: spec, Cloud: in.Cloud}
+func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*relay, error) {
+	r := &relay{Name: xr.Name, Namespace: xr.Namespace, Spec: spec, Cloud: in.Cloud}
 	if r.Namespace == "" {
 		r.Legacy = true
-		r.XRBase, _ = baseName(xrName)
+		r.XRBase, _ = baseName(xr.Name)
 		// A legacy cluster XPeerRelay composes into its claim's namespace,
 		// under its claim's name: the name the user wrote.
-		r.Name, r.Namespace = xrLabels[labelClaimName], xrLabels[labelClaimNamespace]
+		r.Name, r.Namespace = xr.ClaimName, xr.ClaimNamespace
 		if r.Name == "" || r.Namespace == "" {
 			return nil, fmt.Errorf("metadata: a cluster-scoped XPeerRelay needs a claim (labels %s and %s): create a PeerRelay claim in a namespace instead", labelClaimName, labelClaimNamespace)
 		}

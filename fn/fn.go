@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,51 +40,52 @@ type Function struct {
 
 // RunFunction composes one PeerRelay.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
-	return f.run(req, false), nil
+	rsp := response.To(req, ttlPending)
+	if err := f.run(req, rsp); err != nil {
+		fail(rsp, err)
+	}
+	return rsp, nil
 }
 
-// run composes one PeerRelay. With encoded, the composed objects are
-// written into the desired State from their cached encodings, which only a
-// gRPC server may send (see wire.go).
-func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunctionResponse {
-	rsp := response.To(req, ttlPending)
-
-	c, err := f.composition(req)
+func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse) error {
+	observed, err := request.GetObservedComposedResources(req)
 	if err != nil {
-		fail(rsp, err)
-		return rsp
+		return fmt.Errorf("cannot read the observed composed resources: %w", err)
+	}
+	in, err := readInputs(req, observed)
+	if err != nil {
+		return err
+	}
+	c, err := f.composition(in)
+	if err != nil {
+		return err
 	}
 	r := c.relay
 
-	obs := observedState{observed: req.GetObserved().GetResources(), pods: requiredPods(req), authKey: requiredAuthKey(req, r)}
+	pods, err := requiredPods(req)
+	if err != nil {
+		return err
+	}
+	obs := observedState{observed: observed, pods: pods, authKey: requiredAuthKey(req, r)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
 	}
 
 	// Earlier steps' desired resources stay as they are; ours are added.
-	if rsp.Desired == nil {
-		rsp.Desired = &fnv1.State{}
+	desired, err := request.GetDesiredComposedResources(req)
+	if err != nil {
+		return fmt.Errorf("cannot read the desired composed resources: %w", err)
 	}
-	ready := func(key string) fnv1.Ready { return protoReady(readiness(key, r, obs, sum)) }
-	if encoded {
-		appendEncoded(rsp.Desired, c.objs, ready)
-	} else {
-		if rsp.Desired.Resources == nil {
-			rsp.Desired.Resources = make(map[string]*fnv1.Resource, len(c.objs))
-		}
-		for _, o := range c.objs {
-			obj, err := o.decode()
-			if err != nil {
-				response.Fatal(rsp, err)
-				return rsp
-			}
-			rsp.Desired.Resources[o.key] = &fnv1.Resource{Resource: obj, Ready: ready(o.key)}
-		}
+	for _, o := range c.objs {
+		// A copy: the cached object is shared with later calls.
+		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj.DeepCopy(), Ready: readiness(o.key, obs, sum)}
 	}
-	if err := setStatus(rsp, sum.status, encoded); err != nil {
-		response.Fatal(rsp, err)
-		return rsp
+	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
+		return fmt.Errorf("cannot set the desired composed resources: %w", err)
+	}
+	if err := setStatus(req, rsp, sum.status); err != nil {
+		return err
 	}
 	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
@@ -106,81 +106,66 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, encoded bool) *fnv1.RunFunc
 	// when debug logs are off, as they are in production.
 	f.Log.Debug("composed", "namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas,
 		"reason", sum.reason, "endpoints", len(sum.status.Endpoints))
-	return rsp
+	return nil
 }
 
-// composition returns what the request's PeerRelay composes, from the
-// cache when the same spec was seen before.
-func (f *Function) composition(req *fnv1.RunFunctionRequest) (*composition, error) {
-	aws := observeAWS(req)
-	k := cacheKey(req, aws)
+// composition returns what in composes, from the cache when the same
+// inputs were seen before.
+func (f *Function) composition(in inputs) (*composition, error) {
+	k, err := in.key()
+	if err != nil {
+		return nil, err
+	}
 	if c := f.cache.get(k); c != nil {
 		return c, nil
 	}
-	r, err := resolve(req, aws)
+	r, err := resolve(in)
 	if err != nil {
 		return nil, err
 	}
 	objs := compose(r)
-	c := &composition{relay: r, objs: make([]cachedObject, 0, len(objs))}
+	c := &composition{relay: r, objs: make([]composedObject, 0, len(objs))}
 	for _, o := range objs {
 		cd, err := toComposed(o.obj)
 		if err != nil {
 			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
 		}
-		s, err := structpb.NewStruct(cd.Object)
-		if err != nil {
-			return nil, fmt.Errorf("cannot convert %s: %w", o.key, err)
-		}
-		w, err := proto.Marshal(s) // kept encoded: see wire.go
-		if err != nil {
-			return nil, fmt.Errorf("cannot encode %s: %w", o.key, err)
-		}
-		c.objs = append(c.objs, cachedObject{key: o.key, wire: w})
+		c.objs = append(c.objs, composedObject{key: o.key, obj: cd})
 	}
 	f.cache.put(k, c)
 	return c, nil
 }
 
-func protoReady(r resource.Ready) fnv1.Ready {
-	switch r {
-	case resource.ReadyTrue:
-		return fnv1.Ready_READY_TRUE
-	case resource.ReadyFalse:
-		return fnv1.Ready_READY_FALSE
-	}
-	return fnv1.Ready_READY_UNSPECIFIED
-}
-
-// resolve reads the Input and the XR and applies every default.
-func resolve(req *fnv1.RunFunctionRequest, aws *awsObserved) (*relay, error) {
-	in := &fnv1alpha1.Input{}
-	if req.GetInput() != nil {
-		if err := request.GetInput(req, in); err != nil {
+// resolve reads the inputs and applies every default.
+func resolve(in inputs) (*relay, error) {
+	fin := &fnv1alpha1.Input{}
+	if in.Input != nil {
+		// As request.GetInput reads it: strictly, unknown fields refused.
+		s, err := structpb.NewStruct(in.Input)
+		if err == nil {
+			err = resource.AsObject(s, fin)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("input: cannot parse the function Input: %w", err)
 		}
 	}
-	xr, err := request.GetObservedCompositeResource(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the observed PeerRelay: %w", err)
-	}
-	spec, err := parseSpec(xr.Resource)
+	spec, err := parseSpec(in.Spec)
 	if err != nil {
 		return nil, specError{err: err}
 	}
 	if errs, awsOnly := validate(&spec); len(errs) > 0 {
 		return nil, specError{err: errs, aws: awsOnly}
 	}
-	r, err := defaults(xr.Resource.GetName(), xr.Resource.GetNamespace(), xr.Resource.GetLabels(), spec, in)
+	r, err := defaults(in, spec, fin)
 	if err != nil {
 		return nil, err
 	}
-	pc, err := readProxyClass(req, spec.ProxyClass)
+	pc, err := readProxyClass(in, spec.ProxyClass)
 	if err != nil {
 		return nil, err
 	}
 	r.ProxyClassProblem, r.proxyClassCRD = pc.problem, pc.crd
-	if r.AWS, err = planAWS(r, in, aws); err != nil {
+	if r.AWS, err = planAWS(r, fin, in.AWS); err != nil {
 		return nil, err
 	}
 	r.Pod = layerPod(pc.pc, spec.Pod)

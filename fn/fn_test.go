@@ -436,7 +436,7 @@ func TestStateSecretsSurviveSpecChanges(t *testing.T) {
 		}
 		for i := range 3 {
 			rc := rsp.GetDesired().GetResources()[relayConfigKey(i)].GetResource()
-			if got, want := str(rc, "spec", "forProvider", "stateSecretName"), "my-relay-"+strconv.Itoa(i); got != want {
+			if got, want := field(t, rc, "spec", "forProvider", "stateSecretName"), "my-relay-"+strconv.Itoa(i); got != want {
 				t.Errorf("%s: relayconfig-%d names state Secret %q, want %q", name, i, got, want)
 			}
 		}

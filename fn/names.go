@@ -71,27 +71,43 @@ func configSecretName(base string, i int) string { return replicaName(base, i) +
 func hostname(prefix string, i int) string       { return prefix + "-" + strconv.Itoa(i) }
 
 // Pipeline resource names: how Crossplane tells our composed resources apart
-// across calls. Not object names.
-func svcKey(i int) string         { return "service-" + strconv.Itoa(i) }
-func relayConfigKey(i int) string { return "relayconfig-" + strconv.Itoa(i) }
-func statefulSetKey(i int) string { return "statefulset-" + strconv.Itoa(i) }
-func eipKey(i int) string         { return "eip-" + strconv.Itoa(i) }
-func lbKey(i int) string          { return "lb-" + strconv.Itoa(i) }
-func targetGroupKey(i int) string { return "targetgroup-" + strconv.Itoa(i) }
-func listenerKey(i int) string    { return "listener-" + strconv.Itoa(i) }
-
-// targetKey names replica i's target registration by its pod's IP: a new
-// IP is a new registration, and the old one is deleted with its key.
-func targetKey(i int, ip string) string { return "target-" + strconv.Itoa(i) + "-" + ipLabel(ip) }
-
-// ipLabel writes an IP address with dashes, as a name may hold it.
-func ipLabel(ip string) string { return strings.NewReplacer(".", "-", ":", "-").Replace(ip) }
-
+// across calls. Not object names. Per-replica keys are a prefix and the
+// replica's index.
 const (
 	keyServiceAccount = "serviceaccount"
 	keyRole           = "role"
 	keyRoleBinding    = "rolebinding"
+
+	keyPrefixService      = "service-"
+	keyPrefixRelayConfig  = "relayconfig-"
+	keyPrefixStatefulSet  = "statefulset-"
+	keyPrefixEIP          = "eip-"
+	keyPrefixLoadBalancer = "lb-"
+	keyPrefixTargetGroup  = "targetgroup-"
+	keyPrefixListener     = "listener-"
+	keyPrefixTarget       = "target-"
 )
+
+// awsKeyPrefixes are the AWS managed resources' keys, which are ready when
+// their provider says so.
+var awsKeyPrefixes = []string{keyPrefixEIP, keyPrefixLoadBalancer, keyPrefixTargetGroup, keyPrefixListener, keyPrefixTarget}
+
+func svcKey(i int) string         { return keyPrefixService + strconv.Itoa(i) }
+func relayConfigKey(i int) string { return keyPrefixRelayConfig + strconv.Itoa(i) }
+func statefulSetKey(i int) string { return keyPrefixStatefulSet + strconv.Itoa(i) }
+func eipKey(i int) string         { return keyPrefixEIP + strconv.Itoa(i) }
+func lbKey(i int) string          { return keyPrefixLoadBalancer + strconv.Itoa(i) }
+func targetGroupKey(i int) string { return keyPrefixTargetGroup + strconv.Itoa(i) }
+func listenerKey(i int) string    { return keyPrefixListener + strconv.Itoa(i) }
+
+// targetKey names replica i's target registration by its pod's IP: a new
+// IP is a new registration, and the old one is deleted with its key.
+func targetKey(i int, ip string) string {
+	return keyPrefixTarget + strconv.Itoa(i) + "-" + ipLabel(ip)
+}
+
+// ipLabel writes an IP address with dashes, as a name may hold it.
+func ipLabel(ip string) string { return strings.NewReplacer(".", "-", ":", "-").Replace(ip) }
 
 func selectorLabels(r *relay) map[string]string {
 	return map[string]string{labelName: appName, labelInstance: r.Base}

@@ -4,45 +4,31 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/types/known/structpb"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	corev1 "k8s.io/api/core/v1"
 )
 
-// Observed objects are read where Crossplane left them, in protobuf
-// Structs: converting each to an unstructured object (through JSON) on every
-// call cost more than everything else the function does for a steady XR.
-
-func value(s *structpb.Struct, path ...string) *structpb.Value {
-	var v *structpb.Value
-	for _, p := range path {
-		v = s.GetFields()[p]
-		s = v.GetStructValue()
-	}
-	return v
+// observedState is what the function reads back from the cluster.
+type observedState struct {
+	// observed composed resources by key.
+	observed map[resource.Name]resource.ObservedComposed
+	// pods by name, from the required resources; nil when Crossplane has
+	// not supplied them (yet).
+	pods map[string]*composed.Unstructured
+	// authKey says what is wrong with the auth key Secret, if anything.
+	authKey string
 }
 
-func str(s *structpb.Struct, path ...string) string { return value(s, path...).GetStringValue() }
-
-func number(s *structpb.Struct, path ...string) int64 {
-	return int64(value(s, path...).GetNumberValue())
+func (o observedState) get(key string) (*composed.Unstructured, bool) {
+	oc, ok := o.observed[resource.Name(key)]
+	return oc.Resource, ok && oc.Resource != nil
 }
 
-// conditionStatus is the status ("True", "False", "Unknown") of the
-// object's condition of the given type, or "" when it has none.
-func conditionStatus(s *structpb.Struct, typ string) string {
-	for _, c := range value(s, "status", "conditions").GetListValue().GetValues() {
-		if str(c.GetStructValue(), "type") == typ {
-			return str(c.GetStructValue(), "status")
-		}
-	}
-	return ""
-}
-
-func stringList(s *structpb.Struct, path ...string) []string {
-	var out []string
-	for _, v := range value(s, path...).GetListValue().GetValues() {
-		out = append(out, v.GetStringValue())
-	}
-	return out
+// isTrue tells whether obj's condition of type typ is True.
+func isTrue(obj *composed.Unstructured, typ xpv2.ConditionType) bool {
+	return obj.GetCondition(typ).Status == corev1.ConditionTrue
 }
 
 // indexed reads the replica index of a key such as "service-3" with the

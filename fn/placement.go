@@ -1,14 +1,13 @@
 package fn
 
 import (
+	"cmp"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"google.golang.org/protobuf/types/known/structpb"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
@@ -36,73 +35,45 @@ type awsObserved struct {
 	PodIPs map[string]string
 }
 
-// observeAWS reads what AWS placement depends on from the request, or
-// returns nil when the PeerRelay has no spec.aws.
-func observeAWS(req *fnv1.RunFunctionRequest) *awsObserved {
-	spec := req.GetObserved().GetComposite().GetResource().GetFields()["spec"].GetStructValue()
-	if spec.GetFields()["aws"] == nil {
+// observeAWS reads what AWS placement depends on, or returns nil when the
+// PeerRelay has no spec.aws.
+func observeAWS(spec map[string]any, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) *awsObserved {
+	if spec["aws"] == nil {
 		return nil
 	}
 	o := &awsObserved{}
-	for key, res := range req.GetObserved().GetResources() {
-		obj := res.GetResource()
-		if i, ok := indexed(key, "eip-"); ok {
-			if id := str(obj, "status", "atProvider", "allocationId"); id != "" {
+	for key, oc := range observed {
+		obj := oc.Resource
+		if i, ok := indexed(string(key), keyPrefixEIP); ok {
+			if id, _ := obj.GetString("status.atProvider.allocationId"); id != "" {
 				setIn(&o.Allocations, i, id)
 			}
-		} else if i, ok := indexed(key, "relayconfig-"); ok {
+		} else if i, ok := indexed(string(key), keyPrefixRelayConfig); ok {
 			if c := awsCheck(obj); c != nil {
 				setIn(&o.Checks, i, c)
 			}
-		} else if i, ok := indexed(key, "service-"); ok {
+		} else if i, ok := indexed(string(key), keyPrefixService); ok {
 			a := placementIDs{
-				AllocationID: str(obj, "metadata", "annotations", annotationEIPAllocations),
-				SubnetID:     str(obj, "metadata", "annotations", annotationSubnets),
+				AllocationID: obj.GetAnnotations()[annotationEIPAllocations],
+				SubnetID:     obj.GetAnnotations()[annotationSubnets],
 			}
 			if a.AllocationID != "" && a.SubnetID != "" {
 				setIn(&o.Applied, i, a)
 			}
-		} else if i, ok := indexed(key, "lb-"); ok {
-			m := value(obj, "spec", "forProvider", "subnetMapping").GetListValue().GetValues()
-			if len(m) > 0 {
-				sm := m[0].GetStructValue()
-				a := placementIDs{SubnetID: str(sm, "subnetId"), AllocationID: str(sm, "allocationId")}
-				if a.AllocationID != "" && a.SubnetID != "" {
-					setIn(&o.Applied, i, a)
-				}
+		} else if i, ok := indexed(string(key), keyPrefixLoadBalancer); ok {
+			sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
+			alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
+			if sub != "" && alloc != "" {
+				setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
 			}
 		}
 	}
-	for _, p := range req.GetRequiredResources()[requiredPodsKey].GetItems() {
-		name := str(p.GetResource(), "metadata", "name")
-		if ip := str(p.GetResource(), "status", "podIP"); name != "" && ip != "" {
+	for name, p := range pods {
+		if ip, _ := p.GetString("status.podIP"); ip != "" {
 			setIn(&o.PodIPs, name, ip)
 		}
 	}
 	return o
-}
-
-// key writes what was observed compactly and in a fixed order: part of the
-// composition cache key.
-func (o *awsObserved) key() []byte {
-	if o == nil {
-		return nil
-	}
-	var b []byte
-	for _, i := range slices.Sorted(maps.Keys(o.Allocations)) {
-		b = fmt.Appendf(b, "a%d=%s\x00", i, o.Allocations[i])
-	}
-	for _, i := range slices.Sorted(maps.Keys(o.Checks)) {
-		c := o.Checks[i]
-		b = fmt.Appendf(b, "c%d=%s,%s,%t,%s,%s,%q,%q\x00", i, c.SubnetID, c.AllocationID, c.Checked, c.Zone, c.VPCID, c.Problems, c.Message)
-	}
-	for _, i := range slices.Sorted(maps.Keys(o.Applied)) {
-		b = fmt.Appendf(b, "p%d=%s,%s\x00", i, o.Applied[i].SubnetID, o.Applied[i].AllocationID)
-	}
-	for _, n := range slices.Sorted(maps.Keys(o.PodIPs)) {
-		b = fmt.Appendf(b, "i%s=%s\x00", n, o.PodIPs[n])
-	}
-	return b
 }
 
 func setIn[K comparable, V any](m *map[K]V, k K, v V) {
@@ -112,21 +83,12 @@ func setIn[K comparable, V any](m *map[K]V, k K, v V) {
 	(*m)[k] = v
 }
 
-func awsCheck(obj *structpb.Struct) *relayv1alpha1.AWSPlacementObservation {
-	v := value(obj, "status", "atProvider", "aws").GetStructValue()
-	if v == nil {
+// awsCheck is the provider's check of a replica's subnet and allocation,
+// from its RelayConfig's status, or nil when there is none.
+func awsCheck(rc *composed.Unstructured) *relayv1alpha1.AWSPlacementObservation {
+	c := &relayv1alpha1.AWSPlacementObservation{}
+	if err := rc.GetValueInto("status.atProvider.aws", c); err != nil {
 		return nil
-	}
-	c := &relayv1alpha1.AWSPlacementObservation{
-		SubnetID:     str(v, "subnetID"),
-		AllocationID: str(v, "allocationID"),
-		Checked:      value(v, "checked").GetBoolValue(),
-		Zone:         str(v, "zone"),
-		VPCID:        str(v, "vpcID"),
-		Message:      str(v, "message"),
-	}
-	for _, p := range value(v, "problems").GetListValue().GetValues() {
-		c.Problems = append(c.Problems, p.GetStringValue())
 	}
 	return c
 }
@@ -232,19 +194,12 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 			rp.Zone = zone
 		}
 		if check != nil && check.SubnetID == sub {
-			rp.Zone = cmpOr(rp.Zone, check.Zone)
-			rp.VPCID = cmpOr(rp.VPCID, check.VPCID)
+			rp.Zone = cmp.Or(rp.Zone, check.Zone)
+			rp.VPCID = cmp.Or(rp.VPCID, check.VPCID)
 		}
 		p.Replicas = append(p.Replicas, rp)
 	}
 	return p, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // name is the name of replica i's AWS managed resources: R-i beside the

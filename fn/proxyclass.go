@@ -1,13 +1,12 @@
 package fn
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"github.com/crossplane/function-sdk-go/request"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -90,30 +89,19 @@ type proxyClassLookup struct {
 
 // readProxyClass reads the ProxyClass spec.proxyClass names, as far as
 // Crossplane has supplied it.
-func readProxyClass(req *fnv1.RunFunctionRequest, name string) (proxyClassLookup, error) {
-	if name == "" {
-		return proxyClassLookup{}, nil
-	}
-	crds, ok := req.GetRequiredResources()[requiredProxyClassCRDKey] // only its presence counts
-	if !ok {
-		return proxyClassLookup{}, nil // not looked up yet
-	}
-	if len(crds.GetItems()) == 0 {
+func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
+	switch {
+	case name == "" || in.ProxyClassCRD == nil:
+		return proxyClassLookup{}, nil // none, or not looked up yet
+	case !*in.ProxyClassCRD:
 		return proxyClassLookup{problem: fmt.Sprintf("spec.proxyClass names ProxyClass %q, but the ProxyClass CRD (%s, from the Tailscale operator) is not installed: the relay pods use the defaults and spec.pod", name, proxyClassCRDName)}, nil
-	}
-	items, ok, err := request.GetRequiredResource(req, requiredProxyClassKey)
-	if err != nil || !ok {
-		return proxyClassLookup{crd: true}, err // not looked up yet
-	}
-	if len(items) == 0 {
+	case in.ProxyClasses == nil:
+		return proxyClassLookup{crd: true}, nil // not looked up yet
+	case len(in.ProxyClasses) == 0:
 		return proxyClassLookup{crd: true, problem: fmt.Sprintf("ProxyClass %q named by spec.proxyClass does not exist: the relay pods use the defaults and spec.pod", name)}, nil
 	}
-	b, err := json.Marshal(items[0].Resource.Object)
-	if err != nil {
-		return proxyClassLookup{}, err
-	}
 	pc := &proxyClass{}
-	if err := json.Unmarshal(b, pc); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(in.ProxyClasses[0], pc); err != nil {
 		return proxyClassLookup{}, fmt.Errorf("ProxyClass %s named by spec.proxyClass: %w", name, err)
 	}
 	return proxyClassLookup{pc: pc, crd: true}, nil

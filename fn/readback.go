@@ -1,17 +1,17 @@
 package fn
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
-	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/response"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -79,133 +79,25 @@ func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
 	return ""
 }
 
-// requiredPods returns the pods Crossplane supplied, by name, or nil when it
-// supplied none.
-func requiredPods(req *fnv1.RunFunctionRequest) map[string]*structpb.Struct {
-	pods, ok := req.GetRequiredResources()[requiredPodsKey]
-	if !ok {
-		return nil
-	}
-	out := make(map[string]*structpb.Struct, len(pods.GetItems()))
-	for _, p := range pods.GetItems() {
-		out[str(p.GetResource(), "metadata", "name")] = p.GetResource()
-	}
-	return out
-}
-
-// readiness tells Crossplane when each composed resource is ready, so the XR
-// is never Ready before every replica has an endpoint and a ready pod.
-func readiness(key string, r *relay, o observedState, s summary) resource.Ready {
-	if _, ok := o.get(key); !ok {
-		return resource.ReadyFalse
-	}
-	if i, ok := indexed(key, "service-"); ok {
-		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
-	}
-	if i, ok := indexed(key, "relayconfig-"); ok {
-		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
-	}
-	if i, ok := indexed(key, "statefulset-"); ok {
-		// Its pod's readiness, as PeerRelayReady sees it: the StatefulSet's
-		// own readyReplicas lags the pod, and Ready would turn True a
-		// reconcile after PeerRelayReady.
-		return readyIf(i < len(s.replicas) && s.replicas[i].podReady)
-	}
-	switch {
-	case isAWSKey(key):
-		c, _ := o.get(key)
-		return readyIf(conditionStatus(c, managedReadyConditionTyp) == "True")
-	}
-	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding, state Secrets
-}
-
-// isAWSKey tells the AWS managed resources' keys, which are ready when
-// their provider says so.
-func isAWSKey(key string) bool {
-	for _, prefix := range []string{"eip-", "lb-", "targetgroup-", "listener-", "target-"} {
-		if strings.HasPrefix(key, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
-func readyIf(b bool) resource.Ready {
-	if b {
-		return resource.ReadyTrue
-	}
-	return resource.ReadyFalse
-}
-
-// setStatus writes status.endpoints and status.replicas on the desired XR,
-// keeping whatever earlier steps put there. The Struct is written directly:
-// the response shares the request's desired state, which is ours to change.
-// With encoded, the lists are written for the gRPC server (wirestatus.go).
-func setStatus(rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus, encoded bool) error {
-	var endpoints, replicas *structpb.Value
-	// Strings protobuf would refuse go the checked way, to fail as it does.
-	if encoded && validUTF8(st) {
-		endpoints, replicas = encodedStatusLists(st)
-	} else {
-		var err error
-		if endpoints, replicas, err = statusLists(st); err != nil {
-			return err
-		}
-	}
-	if rsp.Desired == nil {
-		rsp.Desired = &fnv1.State{}
-	}
-	if rsp.Desired.Composite == nil {
-		rsp.Desired.Composite = &fnv1.Resource{}
-	}
-	xr := rsp.Desired.Composite
-	if xr.Resource == nil {
-		xr.Resource = &structpb.Struct{}
-	}
-	if xr.Resource.Fields == nil {
-		xr.Resource.Fields = map[string]*structpb.Value{}
-	}
-	status := xr.Resource.Fields["status"].GetStructValue()
-	if status == nil {
-		status = &structpb.Struct{}
-		xr.Resource.Fields["status"] = structpb.NewStructValue(status)
-	}
-	if status.Fields == nil {
-		status.Fields = map[string]*structpb.Value{}
-	}
-	status.Fields["endpoints"] = endpoints
-	status.Fields["replicas"] = replicas
-	status.Fields["addresses"] = structpb.NewStringValue(st.Addresses)
-	return nil
-}
-
-// statusLists returns status.endpoints and status.replicas as Values.
-func statusLists(st v1alpha1.PeerRelayStatus) (endpoints, replicas *structpb.Value, err error) {
-	eps := make([]any, len(st.Endpoints))
-	for i, e := range st.Endpoints {
-		eps[i] = map[string]any{"replica": e.Replica, "address": e.Address, "port": e.Port}
-	}
-	reps := make([]any, len(st.Replicas))
-	for i, r := range st.Replicas {
-		m := map[string]any{"index": r.Index, "hostname": r.Hostname, "podReady": r.PodReady}
-		if len(r.Endpoints) > 0 {
-			list := make([]any, len(r.Endpoints))
-			for j, ep := range r.Endpoints {
-				list[j] = ep
-			}
-			m["endpoints"] = list
-		}
-		reps[i] = m
-	}
-	el, err := structpb.NewList(eps)
+// setStatus writes status.endpoints, status.replicas and status.addresses
+// on the desired XR, keeping whatever earlier steps put there.
+func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
+	dxr, err := request.GetDesiredCompositeResource(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot set status.endpoints: %w", err)
+		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
 	}
-	rl, err := structpb.NewList(reps)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot set status.replicas: %w", err)
+		return fmt.Errorf("cannot convert the PeerRelay's status: %w", err)
 	}
-	return structpb.NewListValue(el), structpb.NewListValue(rl), nil
+	// Written even when empty (omitempty left them out): an empty list
+	// replaces the last one.
+	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": ""} {
+		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
+			return fmt.Errorf("cannot set status.%s: %w", f, err)
+		}
+	}
+	return response.SetDesiredCompositeResource(rsp, dxr)
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }

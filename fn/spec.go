@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/resource/composite"
 	kjson "sigs.k8s.io/json"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
@@ -74,15 +73,10 @@ type providerConfigRef struct{ Kind, Name string }
 
 // parseSpec reads the XR's spec strictly: unknown fields and wrong types are
 // errors that name the field.
-func parseSpec(xr *composite.Unstructured) (v1alpha1.PeerRelaySpec, error) {
+func parseSpec(m map[string]any) (v1alpha1.PeerRelaySpec, error) {
 	var spec v1alpha1.PeerRelaySpec
-	raw, ok := xr.Object["spec"]
-	if !ok || raw == nil {
+	if m == nil {
 		return spec, nil
-	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return spec, fmt.Errorf("spec: must be an object, got %T", raw)
 	}
 	own := make(map[string]any, len(m))
 	for k, v := range m {

@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -28,17 +27,6 @@ const (
 	managedReadyConditionTyp = "Ready"
 )
 
-// observedState is what the function reads back from the cluster.
-type observedState struct {
-	// observed composed resources by key.
-	observed map[string]*fnv1.Resource
-	// pods by name, from the required resources; nil when Crossplane has
-	// not supplied them (yet).
-	pods map[string]*structpb.Struct
-	// authKey says what is wrong with the auth key Secret, if anything.
-	authKey string
-}
-
 // replicaObservation is one replica as observed.
 type replicaObservation struct {
 	endpoints    []v1alpha1.Endpoint
@@ -54,42 +42,37 @@ type replicaObservation struct {
 func (o observedState) enrolled(r *relay) bool {
 	for i := range r.Replicas {
 		rc, ok := o.get(relayConfigKey(i))
-		if !ok || str(rc, "status", "atProvider", "deviceID") == "" {
+		if !ok {
+			return false
+		}
+		if id, _ := rc.GetString("status.atProvider.deviceID"); id == "" {
 			return false
 		}
 	}
 	return true
 }
 
-func (o observedState) get(key string) (*structpb.Struct, bool) {
-	s := o.observed[key].GetResource()
-	return s, s != nil
-}
-
-func (o observedState) readyReplicas(key string) int64 {
-	sts, _ := o.get(key)
-	return number(sts, "status", "readyReplicas")
-}
-
 func (o observedState) replica(r *relay, i int) replicaObservation {
 	var ro replicaObservation
 	if svc, ok := o.get(svcKey(i)); ok {
-		for _, v := range value(svc, "status", "loadBalancer", "ingress").GetListValue().GetValues() {
-			ip, host := str(v.GetStructValue(), "ip"), str(v.GetStructValue(), "hostname")
-			if ip != "" || host != "" {
+		var ingress []corev1.LoadBalancerIngress
+		_ = svc.GetValueInto("status.loadBalancer.ingress", &ingress)
+		for _, in := range ingress {
+			if in.IP != "" || in.Hostname != "" {
 				ro.serviceReady = true
 			}
-			if a, err := netip.ParseAddr(ip); err == nil {
+			if a, err := netip.ParseAddr(in.IP); err == nil {
 				ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: a.String(), Port: r.Port})
 			}
 		}
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
-		ro.configReady = conditionStatus(rc, managedReadyConditionTyp) == "True"
+		ro.configReady = isTrue(rc, managedReadyConditionTyp)
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.
-		if eps := stringList(rc, "status", "atProvider", "endpoints"); len(eps) > 0 {
+		var eps []string
+		if _ = rc.GetValueInto("status.atProvider.endpoints", &eps); len(eps) > 0 {
 			ro.endpoints = ro.endpoints[:0]
 			for _, ep := range eps {
 				if ap, err := netip.ParseAddrPort(ep); err == nil {
@@ -101,10 +84,13 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	switch {
 	case o.pods != nil:
 		if p, ok := o.pods[podName(r, i)]; ok {
-			ro.podReady = conditionStatus(p, podReadyConditionType) == "True"
+			ro.podReady = isTrue(p, podReadyConditionType)
 		}
 	default:
-		ro.podReady = o.readyReplicas(statefulSetKey(i)) >= 1
+		if sts, ok := o.get(statefulSetKey(i)); ok {
+			n, _ := sts.GetInteger("status.readyReplicas")
+			ro.podReady = n >= 1
+		}
 	}
 	return ro
 }

@@ -72,16 +72,15 @@ func request(b testing.TB, replicas int, aws bool) *fnv1.RunFunctionRequest {
 // IP pinning. cache=cold composes from scratch every call (a new or changed
 // spec); cache=warm is the steady state, where Crossplane calls again for
 // an XR whose spec has not changed. Cost should grow linearly with replicas.
-// It calls fn.WireServer, what the gRPC server runs, and encodes its
-// response, as the server does, so it measures the function's own work
-// without the transport.
+// It encodes the response, as the gRPC server does, so it measures the
+// function's own work without the transport.
 func BenchmarkRunFunction(b *testing.B) {
 	for _, cache := range []string{"cold", "warm"} {
 		for _, aws := range []bool{false, true} {
 			for _, n := range []int{1, 3, 10, 100} {
 				req := request(b, n, aws)
-				warm := fn.WireServer{Function: &fn.Function{Log: logging.NewNopLogger()}}
-				call := func(f fn.WireServer) []byte {
+				warm := &fn.Function{Log: logging.NewNopLogger()}
+				call := func(f *fn.Function) []byte {
 					rsp, err := f.RunFunction(context.Background(), req)
 					if err != nil {
 						b.Fatal(err)
@@ -101,7 +100,7 @@ func BenchmarkRunFunction(b *testing.B) {
 					for b.Loop() {
 						f := warm
 						if cache == "cold" {
-							f = fn.WireServer{Function: &fn.Function{Log: logging.NewNopLogger()}}
+							f = &fn.Function{Log: logging.NewNopLogger()}
 						}
 						call(f)
 					}

@@ -27,7 +27,7 @@ func (c *CLI) Run() error {
 	if err != nil {
 		return err
 	}
-	return function.Serve(fn.WireServer{Function: &fn.Function{Log: log}},
+	return function.Serve(&fn.Function{Log: log},
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSServerCertsDir),
 		function.Insecure(c.Insecure),

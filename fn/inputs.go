@@ -1,0 +1,96 @@
+package fn
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+)
+
+// inputs is everything a composition depends on. resolve reads nothing
+// else, and the composition cache keys on its JSON encoding, so an input
+// that is not in here cannot shape what is composed, and one that is can
+// never be served stale.
+type inputs struct {
+	// Name, Namespace and the claim labels of the XR, and its spec.
+	Name, Namespace           string
+	ClaimName, ClaimNamespace string
+	Spec                      map[string]any
+	// Input is the function's Input, nil when the step has none.
+	Input map[string]any
+	// ProxyClassCRD is nil until Crossplane looked for the ProxyClass CRD,
+	// then whether it exists.
+	ProxyClassCRD *bool
+	// ProxyClasses is what Crossplane found of spec.proxyClass: nil until it
+	// looked, then the (zero or one) ProxyClass. JSON tells nil from empty.
+	ProxyClasses []map[string]any
+	// AWS is what was observed of the replicas' AWS placement.
+	AWS *awsObserved
+}
+
+// readInputs takes from the request what a composition depends on.
+func readInputs(req *fnv1.RunFunctionRequest, observed map[resource.Name]resource.ObservedComposed) (inputs, error) {
+	xr, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		return inputs{}, fmt.Errorf("cannot read the observed PeerRelay: %w", err)
+	}
+	labels := xr.Resource.GetLabels()
+	in := inputs{
+		Name: xr.Resource.GetName(), Namespace: xr.Resource.GetNamespace(),
+		ClaimName: labels[labelClaimName], ClaimNamespace: labels[labelClaimNamespace],
+	}
+	if spec, ok := xr.Resource.Object["spec"]; ok {
+		m, ok := spec.(map[string]any)
+		if !ok {
+			return inputs{}, specError{err: fmt.Errorf("spec: must be an object, got %T", spec)}
+		}
+		in.Spec = m
+	}
+	if req.GetInput() != nil {
+		in.Input = req.GetInput().AsMap()
+	}
+	if crds, ok, err := request.GetRequiredResource(req, requiredProxyClassCRDKey); err == nil && ok {
+		exists := len(crds) > 0 // only its presence counts
+		in.ProxyClassCRD = &exists
+	}
+	if pcs, ok, err := request.GetRequiredResource(req, requiredProxyClassKey); err == nil && ok {
+		in.ProxyClasses = make([]map[string]any, 0, len(pcs))
+		for _, pc := range pcs {
+			in.ProxyClasses = append(in.ProxyClasses, pc.Resource.Object)
+		}
+	}
+	pods, err := requiredPods(req)
+	if err != nil {
+		return inputs{}, err
+	}
+	in.AWS = observeAWS(in.Spec, observed, pods)
+	return in, nil
+}
+
+// key identifies the composition: encoding/json writes map keys sorted,
+// so equal inputs encode equally.
+func (in inputs) key() ([sha256.Size]byte, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("cannot encode the composition's inputs: %w", err)
+	}
+	return sha256.Sum256(b), nil
+}
+
+// requiredPods returns the pods Crossplane supplied, by name, or nil when it
+// has not looked for them yet.
+func requiredPods(req *fnv1.RunFunctionRequest) (map[string]*composed.Unstructured, error) {
+	pods, ok, err := request.GetRequiredResource(req, requiredPodsKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	out := make(map[string]*composed.Unstructured, len(pods))
+	for _, p := range pods {
+		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
+	}
+	return out, nil
+}

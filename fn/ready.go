@@ -1,0 +1,40 @@
+package fn
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/crossplane/function-sdk-go/resource"
+)
+
+// readiness tells Crossplane when each composed resource is ready, so the XR
+// is never Ready before every replica has an endpoint and a ready pod.
+func readiness(key string, o observedState, s summary) resource.Ready {
+	obj, ok := o.get(key)
+	if !ok {
+		return resource.ReadyFalse
+	}
+	if i, ok := indexed(key, keyPrefixService); ok {
+		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
+	}
+	if i, ok := indexed(key, keyPrefixRelayConfig); ok {
+		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
+	}
+	if i, ok := indexed(key, keyPrefixStatefulSet); ok {
+		// Its pod's readiness, as PeerRelayReady sees it: the StatefulSet's
+		// own readyReplicas lags the pod, and Ready would turn True a
+		// reconcile after PeerRelayReady.
+		return readyIf(i < len(s.replicas) && s.replicas[i].podReady)
+	}
+	if slices.ContainsFunc(awsKeyPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
+		return readyIf(isTrue(obj, managedReadyConditionTyp))
+	}
+	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding
+}
+
+func readyIf(b bool) resource.Ready {
+	if b {
+		return resource.ReadyTrue
+	}
+	return resource.ReadyFalse
+}
