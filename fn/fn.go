@@ -78,8 +78,9 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 		return fmt.Errorf("cannot read the desired composed resources: %w", err)
 	}
 	for _, o := range c.objs {
-		// A copy: the cached object is shared with later calls.
-		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj.DeepCopy(), Ready: readiness(o.key, obs, sum)}
+		// The cached object itself: SetDesiredComposedResources only reads
+		// it, into a new Struct.
+		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj, Ready: readiness(o.key, obs, sum)}
 	}
 	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
 		return fmt.Errorf("cannot set the desired composed resources: %w", err)

@@ -76,7 +76,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	case resolveErr != nil:
 		eps = last
 		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonResolveFailed,
-			Message: fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, mg.Status.AtProvider.Endpoints), LastTransitionTime: metav1.Now()})
+			Message: fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, resolve.Strings(last)), LastTransitionTime: metav1.Now()})
 	case len(eps) == 0 && len(last) > 0:
 		// The ingress went away (the load balancer is being replaced, say):
 		// keep advertising what was last known rather than nothing.
@@ -88,6 +88,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 			Message: "waiting for the Service's load balancer address", LastTransitionTime: metav1.Now()})
 	default:
 		e.recordResolved(mg, res)
+	}
+	// status.atProvider.endpoints is what the config advertises, the last
+	// good list included: the config Secret is restored from it when it is
+	// lost during an outage.
+	if kept := resolve.Strings(eps); !slices.Equal(mg.Status.AtProvider.Endpoints, kept) {
+		mg.Status.AtProvider.Endpoints = kept
 	}
 
 	state, err := e.stateSecret(ctx, mg)
