@@ -143,18 +143,26 @@ xpkg: $(BIN)/crank
 	$(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION).xpkg
 	$(BIN)/crank xpkg build --package-root=package/configuration --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
 
+# Each case is rendered by the same test that checks it against its golden
+# file (test/render), which prints it here.
 render: build $(BIN)/crank $(BIN)/function-patch-and-transform
-	bash hack/render.sh
+	@$(GO) test -c -o $(CURDIR)/.cache/render.test ./test/render
+	@cd test/render && PEERRELAY_RENDER_PRINT=1 $(CURDIR)/.cache/render.test -test.run '^TestRenderExamples$$/^Golden$$'
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 
+# The unit tier: no binaries, seconds. The function's builders and the
+# provider's controller against crossplane-runtime's test.MockClient.
 unit:
-	$(GO) test ./fn/... ./provider/... ./apis/...
+	$(GO) test -count=1 ./fn/... ./provider/... ./apis/...
 
+# Every tier: unit, then integration (build tag integration: the provider
+# against a real API server, moto and DNS) and the system tests in test/
+# (real Crossplane, real pods).
 test: tools build xpkg
-	$(GO) test -count=1 ./...
+	$(GO) test -tags integration -count=1 ./...
 
 # The README's install and a relayed ping on this machine, no cloud (root:
 # the pods get network namespaces). The test binary is run directly so that

@@ -3,17 +3,21 @@ package relayconfig
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/resolve"
 )
 
 // TestConnectTracksUsage: Connect records the provider config usage of a
@@ -66,6 +70,131 @@ func TestConnectTracksUsage(t *testing.T) {
 			}
 			if tracked != tc.wantTrack {
 				t.Errorf("%s\ntracked: %v, want %v", tc.reason, tracked, tc.wantTrack)
+			}
+		})
+	}
+}
+
+// TestConnect: what Connect builds from each kind of provider config, and
+// the errors that name what is wrong.
+func TestConnect(t *testing.T) {
+	pc := func(spec v1alpha1.ProviderConfigSpec) *v1alpha1.ClusterProviderConfig {
+		return &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec}
+	}
+	oauth := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-oauth", Namespace: "crossplane-system"},
+		Data: map[string][]byte{v1alpha1.OAuthClientIDKey: []byte("id"), v1alpha1.OAuthClientSecretKey: []byte("secret")}}
+	awsCreds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "crossplane-system"},
+		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte("AKIA"), v1alpha1.AWSSecretAccessKeyKey: []byte("s")}}
+	tailscale := &v1alpha1.TailscaleAPI{OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "crossplane-system"}}
+	cases := map[string]struct {
+		reason  string
+		ref     *xpv2.ProviderConfigReference
+		objs    []client.Object
+		wantErr string
+		check   func(t *testing.T, e *external)
+	}{
+		"Defaults": {
+			reason: "An empty ClusterProviderConfig resolves with the system DNS, the default timeout, no AWS and no API.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{})},
+			check: func(t *testing.T, e *external) {
+				if e.resolver.Timeout != v1alpha1.DefaultResolveTimeout*time.Second || e.resolver.AWS != nil || e.resolver.Placement != nil || e.api != nil {
+					t.Errorf("resolver %+v, api %v", e.resolver, e.api)
+				}
+			},
+		},
+		"DNSAndTimeout": {
+			reason: "The DNS server, resolve timeout and control URL come from the provider config.",
+			objs: []client.Object{pc(v1alpha1.ProviderConfigSpec{DNS: &v1alpha1.DNSConfig{Server: "10.0.0.10:53"},
+				ResolveTimeout: &metav1.Duration{Duration: 3 * time.Second}, ControlURL: "https://hs.example.com"})},
+			check: func(t *testing.T, e *external) {
+				if e.resolver.DNS != (resolve.DNSResolver{Server: "10.0.0.10:53"}) || e.resolver.Timeout != 3*time.Second || e.controlURL != "https://hs.example.com" {
+					t.Errorf("resolver %+v, control URL %q", e.resolver, e.controlURL)
+				}
+			},
+		},
+		"NamespacedProviderConfig": {
+			reason: "A ProviderConfig is read from the RelayConfig's namespace.",
+			ref:    &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "team"},
+			objs:   []client.Object{&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "team-a"}}},
+		},
+		"Missing": {
+			reason:  "A provider config that does not exist is an error naming it and the field.",
+			wantErr: "cannot get ClusterProviderConfig default named by spec.providerConfigRef",
+		},
+		"BadKind": {
+			reason:  "An unknown kind is an error naming the field.",
+			ref:     &xpv2.ProviderConfigReference{Kind: "Other", Name: "x"},
+			wantErr: `spec.providerConfigRef.kind "Other"`,
+		},
+		"TailscaleAPI": {
+			reason: "OAuth credentials give an API client.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{Tailscale: tailscale}), oauth},
+			check: func(t *testing.T, e *external) {
+				if e.api == nil {
+					t.Error("no API client")
+				}
+			},
+		},
+		"OAuthSecretMissing": {
+			reason:  "A missing OAuth Secret is an error naming the field.",
+			objs:    []client.Object{pc(v1alpha1.ProviderConfigSpec{Tailscale: tailscale})},
+			wantErr: "spec.tailscale.oauthSecretRef",
+		},
+		"OAuthSecretIncomplete": {
+			reason: "An OAuth Secret without both keys is an error naming them.",
+			objs: []client.Object{pc(v1alpha1.ProviderConfigSpec{Tailscale: tailscale}),
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-oauth", Namespace: "crossplane-system"}, Data: map[string][]byte{v1alpha1.OAuthClientIDKey: []byte("id")}}},
+			wantErr: "needs keys " + v1alpha1.OAuthClientIDKey + " and " + v1alpha1.OAuthClientSecretKey,
+		},
+		"AWSSecret": {
+			reason: "AWS credentials from a Secret give AWS resolution and the placement check.",
+			objs: []client.Object{pc(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, Region: "eu-west-1",
+				SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "crossplane-system"}}}), awsCreds},
+			check: func(t *testing.T, e *external) {
+				if e.resolver.AWS == nil || e.resolver.Placement == nil {
+					t.Errorf("resolver %+v", e.resolver)
+				}
+			},
+		},
+		"AWSSecretRefMissing": {
+			reason:  "source Secret without secretRef is an error naming the field.",
+			objs:    []client.Object{pc(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret}})},
+			wantErr: "spec.aws.secretRef is required",
+		},
+		"AWSNone": {
+			reason: "source None means no AWS clients.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsNone}})},
+			check: func(t *testing.T, e *external) {
+				if e.resolver.AWS != nil {
+					t.Errorf("resolver %+v", e.resolver)
+				}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(tc.objs...)
+			kube := c.client()
+			kube.MockCreate = test.NewMockCreateFn(nil) // the usage
+			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
+			mg := relayConfig()
+			ref := tc.ref
+			if ref == nil {
+				ref = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+			}
+			mg.SetProviderConfigReference(ref)
+			got, err := con.Connect(t.Context(), mg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s\nConnect error: %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s\nConnect: %v", tc.reason, err)
+			}
+			if tc.check != nil {
+				tc.check(t, got.(*external))
 			}
 		})
 	}

@@ -1,8 +1,11 @@
+//go:build integration
+
 package relayconfig_test
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -43,17 +46,13 @@ func startWith(t *testing.T, o providertest.Options) *env {
 // waitGone waits until the named object no longer exists.
 func (e *env) waitGone(t *testing.T, obj client.Object, name, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, obj)
+	harness.Eventually(t, 30*time.Second, what+" gone", func(ctx context.Context) error {
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, obj)
 		if kerrors.IsNotFound(err) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists (err %v)", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("still exists (err %v)", err)
+	})
 }
 
 func must(t *testing.T, err error) {
@@ -106,25 +105,25 @@ func (e *env) relayConfig(t *testing.T, name string, mutate func(*v1alpha1.Relay
 // config waits until the config Secret's file satisfies ok, and returns it.
 func (e *env) config(t *testing.T, secret string, what string, ok func(ipn.ConfigVAlpha) bool) ipn.ConfigVAlpha {
 	t.Helper()
-	var last ipn.ConfigVAlpha
-	var lastErr error
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var c ipn.ConfigVAlpha
+	harness.Eventually(t, 20*time.Second, "config Secret "+secret+" has "+what, func(ctx context.Context) error {
 		s := &corev1.Secret{}
-		lastErr = e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: secret}, s)
-		if lastErr == nil {
-			if len(s.Data) != 1 {
-				t.Fatalf("config Secret %s has keys %v; want only %s", secret, keys(s.Data), tsconfig.FileName)
-			}
-			last = ipn.ConfigVAlpha{}
-			if lastErr = json.Unmarshal(s.Data[tsconfig.FileName], &last); lastErr == nil && ok(last) {
-				return last
-			}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: secret}, s); err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("config Secret %s never had %s; last: %+v (err %v)", secret, what, last, lastErr)
-	return last
+		if len(s.Data) != 1 {
+			return fmt.Errorf("keys %v; want only %s", keys(s.Data), tsconfig.FileName)
+		}
+		c = ipn.ConfigVAlpha{}
+		if err := json.Unmarshal(s.Data[tsconfig.FileName], &c); err != nil {
+			return err
+		}
+		if !ok(c) {
+			return fmt.Errorf("last: %+v", c)
+		}
+		return nil
+	})
+	return c
 }
 
 func keys(m map[string][]byte) []string {
@@ -154,17 +153,17 @@ func (e *env) get(t *testing.T, name string) *v1alpha1.RelayConfig {
 
 func (e *env) waitFor(t *testing.T, name, what string, ok func(*v1alpha1.RelayConfig) bool) *v1alpha1.RelayConfig {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var rc *v1alpha1.RelayConfig
-	for time.Now().Before(deadline) {
-		rc = e.get(t, name)
-		if ok(rc) {
-			return rc
+	rc := &v1alpha1.RelayConfig{}
+	harness.Eventually(t, 20*time.Second, "RelayConfig "+name+" reaches "+what, func(ctx context.Context) error {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, rc); err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("RelayConfig %s never reached %s; status: %+v", name, what, rc.Status)
-	return nil
+		if !ok(rc) {
+			return fmt.Errorf("status: %+v", rc.Status)
+		}
+		return nil
+	})
+	return rc
 }
 
 // TestRelayConfigLifecycle walks one replica through its life on a real
@@ -216,15 +215,12 @@ func TestRelayConfigLifecycle(t *testing.T) {
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, svc))
 	svc.Annotations["touched"] = "2"
 	must(t, e.c.Update(ctx, svc))
-	rc = e.waitFor(t, "relay-0", "Synced=False after SERVFAIL", func(rc *v1alpha1.RelayConfig) bool {
-		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
+	// Status says what the config advertises: the last good endpoints.
+	e.waitFor(t, "relay-0", "Synced=False and ResolveFailed, with the last good endpoints", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse &&
+			rc.GetCondition("EndpointsResolved").Reason == "ResolveFailed" &&
+			slices.Equal(rc.Status.AtProvider.Endpoints, []string{"198.51.100.1:41641", "198.51.100.9:41641"})
 	})
-	if c := rc.GetCondition("EndpointsResolved"); c.Reason != "ResolveFailed" {
-		t.Errorf("EndpointsResolved: want reason ResolveFailed, got %+v", c)
-	}
-	if !slices.Equal(rc.Status.AtProvider.Endpoints, []string{"198.51.100.1:41641", "198.51.100.9:41641"}) {
-		t.Errorf("status endpoints changed on a failed lookup: %v", rc.Status.AtProvider.Endpoints)
-	}
 	e.config(t, "relay-0-config", "the last good endpoints during the outage", endpointsAre("198.51.100.1:41641", "198.51.100.9:41641"))
 
 	// 5. The Secret deleted by hand during the outage comes back with the

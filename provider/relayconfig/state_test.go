@@ -1,3 +1,5 @@
+//go:build integration
+
 package relayconfig_test
 
 import (
@@ -32,7 +34,7 @@ func TestStateSecret(t *testing.T) {
 	e.config(t, "relay-0-config", "a config with the key's file", hasKey)
 
 	state := &corev1.Secret{}
-	harness.Eventually(t, 20*time.Second, "state Secret relay-0", func() error {
+	harness.Eventually(t, 20*time.Second, "state Secret relay-0", func(context.Context) error {
 		return e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, state)
 	})
 	if !metav1.IsControlledBy(state, e.get(t, "relay-0")) {
@@ -46,7 +48,7 @@ func TestStateSecret(t *testing.T) {
 
 	old := state.UID
 	must(t, e.c.Delete(ctx, state))
-	harness.Eventually(t, 20*time.Second, "state Secret relay-0 made again", func() error {
+	harness.Eventually(t, 20*time.Second, "state Secret relay-0 made again", func(context.Context) error {
 		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, state); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,8 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // describeLoadBalancersXML is the shape AWS answers DescribeLoadBalancers
@@ -90,28 +87,5 @@ func TestAWSAddressesFromResponseShape(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"DescribeLoadBalancers k8s-teama-myrelay0-0123abcd", "DescribeAddresses eipalloc-0bb"}, calls); diff != "" {
 		t.Errorf("API calls -want +got:\n%s", diff)
-	}
-}
-
-// TestAWSAgainstMoto creates a VPC, subnets, Elastic IPs and an NLB in moto
-// and resolves it through the real API path. moto reports no
-// LoadBalancerAddresses, so the honest expectation is an empty answer (and
-// the Resolver then falls back to DNS, covered in TestResolve).
-func TestAWSAgainstMoto(t *testing.T) {
-	m := harness.StartMoto(t)
-	ctx := context.Background()
-	dnsName := m.CreateNLB(t, "relay-0")
-	e, l := m.AWSClients()
-	a := AWSResolver{ELB: l, EC2: e}
-	got, err := a.LoadBalancerAddresses(ctx, dnsName, "relay-0")
-	if err != nil {
-		t.Fatalf("resolving %s through moto: %v", dnsName, err)
-	}
-	if len(got) != 0 {
-		// Should moto start reporting addresses, they must be the EIPs.
-		t.Logf("moto now reports addresses %v", got)
-	}
-	if _, err := a.LoadBalancerAddresses(ctx, dnsName, "no-such-lb"); err == nil || !strings.Contains(err.Error(), "no-such-lb") && !strings.Contains(err.Error(), "LoadBalancerNotFound") {
-		t.Errorf("a missing load balancer: want an error, got %v", err)
 	}
 }

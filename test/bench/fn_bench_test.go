@@ -6,9 +6,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,38 +143,16 @@ func startReplay(b testing.TB, rsp *fnv1.RunFunctionResponse) server {
 	return startFunction(b, harness.Tool(b, "function-replay"), "--response", f)
 }
 
-// startFunction runs a function binary with --insecure on a free port.
+// startFunction runs a function binary and connects to it.
 func startFunction(b testing.TB, bin string, args ...string) server {
 	b.Helper()
-	port, err := harness.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, append([]string{"--insecure", "--address", addr}, args...)...)
-	// Stdout and stderr go to /dev/null: P&T logs every call at info level.
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s did not listen on %s", bin, addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p, addr := harness.StartFunctionBinary(b, bin, args...)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = conn.Close() })
-	return server{conn: conn, pid: cmd.Process.Pid}
+	return server{conn: conn, pid: p.Pid()}
 }
 
 // patchAndTransformRequest builds the request that makes
@@ -225,7 +201,7 @@ func patchAndTransformRequest(b testing.TB, ours *fnv1.RunFunctionResponse, req 
 // gRPC on loopback, each as its own process, for the same objects
 // (replicas=3). The peer's output is checked equal to ours first.
 func BenchmarkGRPC(b *testing.B) {
-	oursSrv := startFunction(b, harness.Tool(b, "function-peerrelay"))
+	oursSrv := startFunction(b, harness.Tool(b, "function-peerrelay"), "--metrics-address=")
 	peerSrv := startFunction(b, harness.Tool(b, "function-patch-and-transform"))
 	ours := fnv1.NewFunctionRunnerServiceClient(oursSrv.conn)
 	peer := fnv1beta1.NewFunctionRunnerServiceClient(peerSrv.conn)

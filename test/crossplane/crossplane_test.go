@@ -97,7 +97,7 @@ func start(t *testing.T) *system {
 			"rewriteImage": map[string]any{"prefix": xp.Registry.Host + "/peerrelay"},
 		},
 	}}
-	harness.Eventually(t, 60*time.Second, "ImageConfig", func() error { return xp.Admin.Create(t.Context(), ic) })
+	harness.Eventually(t, 60*time.Second, "ImageConfig", func(context.Context) error { return xp.Admin.Create(t.Context(), ic) })
 
 	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin}, writes: &writeCounter{}}
 	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{})
@@ -197,7 +197,7 @@ func indent(y string) string {
 func (s *system) waitReady(ctx context.Context, t *testing.T, ns, name string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var pr *unstructured.Unstructured
-	harness.Eventually(t, timeout, "PeerRelay "+ns+"/"+name+" ready", func() error {
+	harness.Eventually(t, timeout, "PeerRelay "+ns+"/"+name+" ready", func(context.Context) error {
 		var err error
 		if pr, err = s.Get(ctx, v2API, "PeerRelay", ns, name); err != nil {
 			return err
@@ -273,7 +273,7 @@ func (s *system) scale(ctx context.Context, t *testing.T) {
 		if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)); err != nil {
 			t.Fatalf("scale to %d: %v\n%s", n, err, out)
 		}
-		harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d replicas", n), func() error {
+		harness.Eventually(t, 90*time.Second, fmt.Sprintf("%d replicas", n), func(context.Context) error {
 			pr, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
 			if err != nil {
 				return err
@@ -324,7 +324,7 @@ func (s *system) specChange(ctx context.Context, t *testing.T) {
 		`{"spec":{"port":7001,"service":{"annotations":{"example.com/team":"net"}}}}`); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	harness.Eventually(t, 60*time.Second, "port and annotations applied", func() error {
+	harness.Eventually(t, 60*time.Second, "port and annotations applied", func(context.Context) error {
 		svc := &corev1.Service{}
 		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, svc); err != nil {
 			return err
@@ -363,7 +363,7 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 	const ns, name = "team-a", "edge-relay"
 	s.applyPeerRelay(t, ns, name, "replicas: 1\nproxyClass: edge\nauthKeySecretRef: {name: tailscale-auth}")
 	s.waitReady(ctx, t, ns, name, 90*time.Second)
-	harness.Eventually(t, 30*time.Second, "a warning naming the missing CRD", func() error {
+	harness.Eventually(t, 30*time.Second, "a warning naming the missing CRD", func(context.Context) error {
 		return s.eventContains(ctx, ns, name, "the ProxyClass CRD (proxyclasses.tailscale.com, from the Tailscale operator) is not installed")
 	})
 
@@ -371,14 +371,14 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 	if out, err := s.Kubectl(t, "apply", "--server-side", "-f", crd); err != nil {
 		t.Fatalf("installing the ProxyClass CRD: %v\n%s", err, out)
 	}
-	harness.Eventually(t, 30*time.Second, "ProxyClass CRD established", func() error {
+	harness.Eventually(t, 30*time.Second, "ProxyClass CRD established", func(context.Context) error {
 		_, err := s.Kubectl(t, "wait", "--for=condition=Established", "crd/proxyclasses.tailscale.com", "--timeout=1s")
 		return err
 	})
 	// Crossplane does not watch required resources: the PeerRelay sees the
 	// new CRD at its next poll, or at once when touched, as here.
 	s.touch(t, ns, name, "1")
-	harness.Eventually(t, 60*time.Second, "a warning naming the missing ProxyClass", func() error {
+	harness.Eventually(t, 60*time.Second, "a warning naming the missing ProxyClass", func(context.Context) error {
 		return s.eventContains(ctx, ns, name, `ProxyClass "edge" named by spec.proxyClass does not exist`)
 	})
 	pc := "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    pod:\n      nodeSelector: {node-role: edge}\n"
@@ -386,7 +386,7 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	s.touch(t, ns, name, "2")
-	harness.Eventually(t, 60*time.Second, "the ProxyClass's nodeSelector on the relay pods", func() error {
+	harness.Eventually(t, 60*time.Second, "the ProxyClass's nodeSelector on the relay pods", func(context.Context) error {
 		sts := &appsv1.StatefulSet{}
 		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, sts); err != nil {
 			return err
@@ -434,7 +434,7 @@ func (s *system) badSpec(ctx context.Context, t *testing.T) {
 	if out, err := s.KubectlIn(t, []byte(claim), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	harness.Eventually(t, 60*time.Second, "the claim says what is wrong", func() error {
+	harness.Eventually(t, 60*time.Second, "the claim says what is wrong", func(context.Context) error {
 		c, err := s.Get(ctx, legacyAPI, "PeerRelay", ns, name)
 		if err != nil {
 			return err
@@ -480,7 +480,7 @@ func (s *system) deletion(ctx context.Context, t *testing.T) {
 // waitEmpty waits until namespace ns holds nothing we compose.
 func (s *system) waitEmpty(ctx context.Context, t *testing.T, ns string, timeout time.Duration) {
 	t.Helper()
-	harness.Eventually(t, timeout, "nothing left in "+ns, func() error {
+	harness.Eventually(t, timeout, "nothing left in "+ns, func(context.Context) error {
 		var left []string
 		for _, k := range []struct{ api, kind string }{
 			{relayAPI, "RelayConfig"}, {relayAPI, "ProviderConfigUsage"}, {"apps/v1", "StatefulSet"},
@@ -524,7 +524,7 @@ func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 		if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
-		harness.Eventually(t, 60*time.Second, "only the RelayConfigs (finalizers) left in "+ns, func() error {
+		harness.Eventually(t, 60*time.Second, "only the RelayConfigs (finalizers) left in "+ns, func(context.Context) error {
 			pcus, err := s.List(ctx, relayAPI, "ProviderConfigUsage", ns)
 			if err != nil {
 				return err
@@ -535,7 +535,7 @@ func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 			return nil
 		})
 	})
-	harness.Eventually(t, 60*time.Second, "namespace "+ns+" gone", func() error {
+	harness.Eventually(t, 60*time.Second, "namespace "+ns+" gone", func(context.Context) error {
 		n := &corev1.Namespace{}
 		err := s.Admin.Get(ctx, types.NamespacedName{Name: ns}, n)
 		if kerrors.IsNotFound(err) {
@@ -556,7 +556,7 @@ func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 // waitComposed waits until a PeerRelay's RelayConfigs are ready.
 func (s *system) waitComposed(ctx context.Context, t *testing.T, ns, name string, replicas int) {
 	t.Helper()
-	harness.Eventually(t, 90*time.Second, "RelayConfigs of "+ns+"/"+name+" ready", func() error {
+	harness.Eventually(t, 90*time.Second, "RelayConfigs of "+ns+"/"+name+" ready", func(context.Context) error {
 		rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
 		if err != nil {
 			return err

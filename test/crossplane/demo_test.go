@@ -1,6 +1,7 @@
 package crossplane
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -52,7 +53,7 @@ func TestDemo(t *testing.T) {
 
 	say("\n$ kubectl -n team-a get peerrelay my-relay   (every second, until PeerRelayReady)")
 	last := ""
-	harness.Eventually(t, 5*time.Minute, "PeerRelayReady", func() error {
+	harness.Eventually(t, 5*time.Minute, "PeerRelayReady", func(context.Context) error {
 		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
 		if err != nil {
 			return err

@@ -49,7 +49,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 		lc := s.localClient(t, ns, fmt.Sprintf("%s-%d-0", name, i))
 		want := []netip.AddrPort{netip.MustParseAddrPort(fmt.Sprintf("203.0.113.%d:%d", 10+i, relayPort))}
 		nodeKeys[i] = s.waitRelayPrefs(t, lc, want)
-		harness.Eventually(t, time.Minute, "control sees replica "+fmt.Sprint(i)+" as a peer relay", func() error {
+		harness.Eventually(t, time.Minute, "control sees replica "+fmt.Sprint(i)+" as a peer relay", func(context.Context) error {
 			n := s.tailnet.Control.Node(nodeKeys[i])
 			if n == nil || !n.Hostinfo.PeerRelay() {
 				return fmt.Errorf("node %s: not a peer relay (yet)", nodeKeys[i].ShortString())
@@ -63,7 +63,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 
 	// containerboot kept its state in R-i, and wrote no other Secret; once
 	// the device exists the config carries no auth key.
-	harness.Eventually(t, time.Minute, "state in R-i, nothing else", func() error {
+	harness.Eventually(t, time.Minute, "state in R-i, nothing else", func(context.Context) error {
 		secrets := &corev1.SecretList{}
 		if err := s.Admin.List(ctx, secrets, client.InNamespace(ns)); err != nil {
 			return err
@@ -133,7 +133,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if out, err := s.Kubectl(t, "-n", ns, "delete", "pod", name+"-0-0", "--wait=false"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	harness.Eventually(t, 2*time.Minute, "a new pod "+name+"-0-0, ready", func() error {
+	harness.Eventually(t, 2*time.Minute, "a new pod "+name+"-0-0, ready", func(context.Context) error {
 		p := &corev1.Pod{}
 		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0-0"}, p); err != nil {
 			return err
@@ -157,7 +157,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p", `{"spec":{"replicas":1}}`); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	harness.Eventually(t, 2*time.Minute, "replica 1 gone", func() error {
+	harness.Eventually(t, 2*time.Minute, "replica 1 gone", func(context.Context) error {
 		if sock := s.node.Socket(ns, name+"-1-0"); sock != "" {
 			return fmt.Errorf("pod %s-1-0 still runs", name)
 		}
@@ -189,7 +189,7 @@ func (s *system) namespaceWithKey(t *testing.T, ns string) {
 func (s *system) localClient(t *testing.T, ns, pod string) *local.Client {
 	t.Helper()
 	var sock string
-	harness.Eventually(t, time.Minute, "pod "+pod+" runs", func() error {
+	harness.Eventually(t, time.Minute, "pod "+pod+" runs", func(context.Context) error {
 		if sock = s.node.Socket(ns, pod); sock == "" {
 			return fmt.Errorf("not running on the node")
 		}
@@ -203,7 +203,7 @@ func (s *system) localClient(t *testing.T, ns, pod string) *local.Client {
 func (s *system) waitRelayPrefs(t *testing.T, lc *local.Client, want []netip.AddrPort) key.NodePublic {
 	t.Helper()
 	var nodeKey key.NodePublic
-	harness.Eventually(t, time.Minute, fmt.Sprintf("tailscaled relays on %d advertising %v", relayPort, want), func() error {
+	harness.Eventually(t, time.Minute, fmt.Sprintf("tailscaled relays on %d advertising %v", relayPort, want), func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		p, err := lc.GetPrefs(ctx)

@@ -142,25 +142,6 @@ func startTailscaledAs(t *testing.T, bin, controlURL, configFile string, user *s
 	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: log}
 }
 
-// eventually retries f for up to a minute. Each attempt gets its own
-// 5-second context: a LocalAPI call such as a disco ping waits for an
-// answer that may never come, and must not hang the test.
-func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var err error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = f(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 // TestRealTailscaledRunsOurConfig: the provider resolves a Service's
 // ingress and writes the config Secret; tailscaled started with that file
 // runs, is a peer relay on our port and advertises our endpoints; after the
@@ -182,7 +163,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 
 	ts := startTailscaled(t, bin, controlSrv.URL, cfgFile)
 	var nodeKeyStatus string
-	eventually(t, "tailscaled reaches Running", func(ctx context.Context) error {
+	harness.Eventually(t, time.Minute, "tailscaled reaches Running", func(ctx context.Context) error {
 		st, err := ts.lc.Status(ctx)
 		if err != nil {
 			return err
@@ -194,7 +175,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 		return nil
 	})
 	assertPrefs(t, ts, port, first)
-	eventually(t, "control sees Hostinfo.PeerRelay", func(ctx context.Context) error {
+	harness.Eventually(t, time.Minute, "control sees Hostinfo.PeerRelay", func(ctx context.Context) error {
 		st, err := ts.lc.Status(ctx)
 		if err != nil {
 			return err
@@ -234,7 +215,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []string) []netip.AddrPort {
 	t.Helper()
 	var eps []netip.AddrPort
-	eventually(t, fmt.Sprintf("config Secret advertises %v", want), func(ctx context.Context) error {
+	harness.Eventually(t, time.Minute, fmt.Sprintf("config Secret advertises %v", want), func(ctx context.Context) error {
 		s := &corev1.Secret{}
 		if err := pe.Client.Get(ctx, types.NamespacedName{Namespace: pe.NS, Name: "relay-0-config"}, s); err != nil {
 			return err
@@ -259,7 +240,7 @@ func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []strin
 
 func assertPrefs(t *testing.T, ts *tailscaled, port uint16, eps []netip.AddrPort) {
 	t.Helper()
-	eventually(t, "prefs carry our relay settings", func(ctx context.Context) error {
+	harness.Eventually(t, time.Minute, "prefs carry our relay settings", func(ctx context.Context) error {
 		p, err := ts.lc.GetPrefs(ctx)
 		if err != nil {
 			return err

@@ -22,11 +22,11 @@ type ServerCert struct {
 	Cert, Key, CA []byte
 }
 
-// SignServerCert signs a certificate for 127.0.0.1 (and localhost) with the
-// CA whose PEM certificate and key are given, as Crossplane's own package
+// SignServerCert signs a certificate for ip (and localhost) with the CA
+// whose PEM certificate and key are given, as Crossplane's own package
 // runtime would for a function it runs.
-func SignServerCert(caCertPEM, caKeyPEM []byte, commonName string) (*ServerCert, error) {
-	return signCert(caCertPEM, caKeyPEM, []string{commonName, "localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+func SignServerCert(caCertPEM, caKeyPEM []byte, commonName string, ip net.IP) (*ServerCert, error) {
+	return signCert(caCertPEM, caKeyPEM, []string{commonName, "localhost"}, []net.IP{ip})
 }
 
 // newCA makes a self-signed CA; it returns its PEM certificate and key.

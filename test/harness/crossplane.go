@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +103,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
 
 	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
-	Eventually(t, 60*time.Second, "ClusterRole crossplane is aggregated", func() error {
+	Eventually(t, 60*time.Second, "ClusterRole crossplane is aggregated", func(context.Context) error {
 		cr := &rbacv1.ClusterRole{}
 		if err := c.Admin.Get(ctx, types.NamespacedName{Name: "crossplane"}, cr); err != nil {
 			return err
@@ -124,7 +123,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	// first try can fail ("no matches for kind Lock"); it is retried.
 	initEnv := append(env, "CRDS_PATH="+filepath.Join(crossplaneDir, "cluster", "crds"),
 		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName)
-	Eventually(t, 90*time.Second, "crossplane core init", func() error {
+	Eventually(t, 90*time.Second, "crossplane core init", func(context.Context) error {
 		cmd := exec.Command(Tool(t, "crossplane"), "core", "init", "--enable-webhooks=false", "--activation=*")
 		cmd.Env = append(os.Environ(), initEnv...)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -145,14 +144,6 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		"rbac", "start", "--provider-clusterrole=crossplane:allowed-provider-permissions",
 	}, []string{"KUBECONFIG=" + rbacKC, "POD_NAMESPACE=" + CrossplaneNamespace})
 
-	metricsPort, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	healthPort, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cache := filepath.Join(c.Dir, "xpkg-cache")
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		t.Fatal(err)
@@ -160,7 +151,8 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	c.Core = StartProcess(t, "crossplane core", Tool(t, "crossplane"), []string{
 		"core", "start", "--package-runtime=External", "--enable-webhooks=false",
 		"--xpkg-cache-dir=" + cache,
-		"--metrics-port=" + strconv.Itoa(metricsPort), "--health-probe-port=" + strconv.Itoa(healthPort),
+		// Port 0: any free port; nothing here reads them.
+		"--metrics-port=0", "--health-probe-port=0",
 		"--poll-interval=" + o.PollInterval.String(), "--debug",
 	}, append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
 
@@ -289,21 +281,4 @@ func ModuleDir(t testing.TB, dir, mod string) string {
 		t.Fatalf("cannot find module %s through %s: %v", mod, dir, err)
 	}
 	return string(bytes.TrimSpace(out))
-}
-
-// Eventually calls f until it returns nil, every 250 ms, and fails the test
-// with f's last error after timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }

@@ -2,12 +2,10 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +27,7 @@ type Moto struct {
 // Stop ends moto_server now (a fault test's AWS outage).
 func (m *Moto) Stop() { m.stop() }
 
-// StartMoto starts moto_server on a free loopback port and stops it when the
+// StartMoto starts moto_server on a loopback address of its own and stops it when the
 // test ends.
 func StartMoto(t testing.TB) *Moto {
 	t.Helper()
@@ -37,12 +35,9 @@ func StartMoto(t testing.TB) *Moto {
 	if err != nil {
 		Missing(t, "moto_server not on PATH: pip install 'moto[server]==5.2.1'")
 	}
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, port, _ := net.SplitHostPort(LoopbackAddress())
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := exec.CommandContext(ctx, bin, "-H", host, "-p", port)
 	cmd.Env = append(os.Environ(), "MOTO_ALLOW_NONEXISTENT_REGION=true")
 	logf, err := os.CreateTemp(t.TempDir(), "moto-*.log")
 	if err != nil {
@@ -62,7 +57,7 @@ func StartMoto(t testing.TB) *Moto {
 		})
 	}
 	t.Cleanup(stop)
-	m := &Moto{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), stop: stop}
+	m := &Moto{Endpoint: "http://" + net.JoinHostPort(host, port), stop: stop}
 	deadline := time.Now().Add(defaultStartTimeout)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(m.Endpoint + "/moto-api/")
@@ -75,14 +70,4 @@ func StartMoto(t testing.TB) *Moto {
 	log, _ := os.ReadFile(logf.Name())
 	t.Fatalf("moto_server did not answer on %s within %s:\n%s", m.Endpoint, defaultStartTimeout, log)
 	return nil
-}
-
-// FreePort returns a TCP port free on 127.0.0.1 now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

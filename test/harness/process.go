@@ -66,6 +66,9 @@ func (p *Process) Exited() bool {
 	}
 }
 
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Stop ends the process and waits for it.
 func (p *Process) Stop() {
 	if p.Exited() {

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"net"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,9 @@ func (c *Crossplane) StartRuntime(t testing.TB, o RuntimeOptions) *Runtime {
 	if err := c.Admin.Get(ctx, types.NamespacedName{Namespace: CrossplaneNamespace, Name: caSecretName}, ca); err != nil {
 		t.Fatalf("cannot read Crossplane's CA: %v", err)
 	}
-	cert, err := SignServerCert(ca.Data["tls.crt"], ca.Data["tls.key"], "function-peerrelay")
+	addr := LoopbackAddress()
+	host, _, _ := net.SplitHostPort(addr)
+	cert, err := SignServerCert(ca.Data["tls.crt"], ca.Data["tls.key"], "function-peerrelay", net.ParseIP(host))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +102,7 @@ func (c *Crossplane) StartRuntime(t testing.TB, o RuntimeOptions) *Runtime {
 			t.Fatal(err)
 		}
 	}
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Runtime{FunctionAddress: fmt.Sprintf("127.0.0.1:%d", port), providerBin: Tool(t, "provider-peerrelay")}
+	r := &Runtime{FunctionAddress: addr, providerBin: Tool(t, "provider-peerrelay")}
 	r.Function = StartProcess(t, "function-peerrelay", Tool(t, "function-peerrelay"), []string{
 		"--address=" + r.FunctionAddress, "--tls-server-certs-dir=" + certs, "--metrics-address=", "--debug",
 	}, nil)

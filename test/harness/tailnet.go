@@ -143,7 +143,7 @@ func (n *Node) StartClient(t testing.TB, tn *Tailnet, hostname string, env ...st
 func WaitRunning(t testing.TB, lc *local.Client, timeout time.Duration) netip.Addr {
 	t.Helper()
 	var ip netip.Addr
-	Eventually(t, timeout, "tailscaled Running", func() error {
+	Eventually(t, timeout, "tailscaled Running", func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		st, err := lc.Status(ctx)
@@ -165,7 +165,7 @@ func WaitRunning(t testing.TB, lc *local.Client, timeout time.Duration) netip.Ad
 func PingThroughPeerRelay(t testing.TB, lc *local.Client, to netip.Addr, timeout time.Duration) string {
 	t.Helper()
 	var via string
-	Eventually(t, timeout, "a disco ping to "+to.String()+" through a peer relay", func() error {
+	Eventually(t, timeout, "a disco ping to "+to.String()+" through a peer relay", func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		res, err := lc.Ping(ctx, to, tailcfg.PingDisco)

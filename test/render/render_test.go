@@ -10,18 +10,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/crossplane/function-sdk-go/logging"
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,88 +24,54 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerrelay/peerrelay/fn"
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under examples/render/golden")
 
+// renderCase is one crank render: `make render` prints each under its
+// title, and the test compares each with examples/render/golden/<name>.yaml.
 type renderCase struct {
-	name, xr, composition string
-	flags                 []string
+	name, title, xr, composition string
+	flags                        []string
 }
+
+const (
+	compositionV2     = "package/configuration/composition-v2.yaml"
+	compositionLegacy = "package/configuration/composition-legacy.yaml"
+)
 
 var cases = []renderCase{
-	{"v2", "examples/peerrelay.yaml", "package/configuration/composition-v2.yaml", nil},
-	{"v2-ready", "examples/peerrelay.yaml", "package/configuration/composition-v2.yaml",
+	{"v2", "v2 PeerRelay", "examples/peerrelay.yaml", compositionV2, nil},
+	{"v2-ready", "v2 PeerRelay, observed after the provider resolved endpoints", "examples/peerrelay.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed.yaml", "--required-resources", "examples/render/pods.yaml"}},
-	{"legacy", "examples/render/xr-legacy.yaml", "package/configuration/composition-legacy.yaml", nil},
-	{"aws-eip", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
-	{"aws-eip-checked", "examples/aws-eip.yaml", "package/configuration/composition-v2.yaml",
+	{"legacy", "legacy XPeerRelay behind a claim", "examples/render/xr-legacy.yaml", compositionLegacy, nil},
+	{"aws-eip", "AWS Elastic IPs", "examples/aws-eip.yaml", compositionV2, []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-eip-checked", "AWS Elastic IPs, checked by the provider", "examples/aws-eip.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-aws-eip.yaml", "--required-resources", "examples/render/authkey-secret.yaml"}},
-	{"aws-allocate", "examples/aws-allocate.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
-	{"aws-allocate-allocated", "examples/aws-allocate.yaml", "package/configuration/composition-v2.yaml",
+	{"aws-allocate", "AWS Elastic IPs allocated by Crossplane: first pass", "examples/aws-allocate.yaml", compositionV2,
+		[]string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-allocate-allocated", "AWS Elastic IPs allocated by Crossplane: second pass", "examples/aws-allocate.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/authkey-secret.yaml"}},
-	{"aws-managed", "examples/aws-managed.yaml", "package/configuration/composition-v2.yaml", []string{"--required-resources", "examples/render/authkey-secret.yaml"}},
-	{"aws-managed-allocated", "examples/aws-managed.yaml", "package/configuration/composition-v2.yaml",
+	{"aws-managed", "AWS Managed NLBs, per-replica zones: first pass", "examples/aws-managed.yaml", compositionV2,
+		[]string{"--required-resources", "examples/render/authkey-secret.yaml"}},
+	{"aws-managed-allocated", "AWS Managed NLBs, per-replica zones: second pass", "examples/aws-managed.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/pods-aws-managed.yaml"}},
-	{"aws-managed-legacy", "examples/render/xr-legacy-aws.yaml", "package/configuration/composition-legacy.yaml",
+	{"aws-managed-legacy", "AWS Managed NLBs for a legacy XPeerRelay", "examples/render/xr-legacy-aws.yaml", compositionLegacy,
 		[]string{"--observed-resources", "examples/render/observed-aws-legacy.yaml"}},
-	{"two-steps", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
-}
-
-// serveFunction serves function-peerrelay on a loopback port for crank.
-func serveFunction(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	fnv1.RegisterFunctionRunnerServiceServer(srv, &fn.Function{Log: logging.NewNopLogger()})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
-}
-
-// startBinary runs a function binary with --insecure on a free port and
-// returns its address.
-func startBinary(t *testing.T, bin string) string {
-	t.Helper()
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--insecure", "--address", addr)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not listen on %s", bin, addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	{"two-steps", "a pipeline with a step before ours", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
 }
 
 func renderAll(t *testing.T, root string) map[string][]byte {
 	t.Helper()
 	crank := harness.Tool(t, "crank")
-	addr := serveFunction(t)
+	_, addr := harness.StartFunctionBinary(t, harness.Tool(t, "function-peerrelay"), "--metrics-address=")
 	funcs, err := os.ReadFile(filepath.Join(root, "examples/render/functions.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// function-patch-and-transform runs the step before ours in two-steps.
-	pt := startBinary(t, harness.Tool(t, "function-patch-and-transform"))
+	_, pt := harness.StartFunctionBinary(t, harness.Tool(t, "function-patch-and-transform"))
 	funcs = bytes.ReplaceAll(funcs, []byte("127.0.0.1:9444"), []byte(pt))
 	fpath := filepath.Join(t.TempDir(), "functions.yaml")
 	if err := os.WriteFile(fpath, bytes.ReplaceAll(funcs, []byte("127.0.0.1:9443"), []byte(addr)), 0o644); err != nil {
@@ -128,6 +89,9 @@ func renderAll(t *testing.T, root string) map[string][]byte {
 			t.Fatalf("%s: crank %s: %v\n%s", c.name, strings.Join(args, " "), err, stderr.String())
 		}
 		out[c.name] = b
+		if os.Getenv("PEERRELAY_RENDER_PRINT") != "" { // make render
+			fmt.Printf("# ===== %s: crossplane render %s\n%s", c.title, strings.Join(append([]string{c.xr, c.composition}, c.flags...), " "), b)
+		}
 	}
 	return out
 }

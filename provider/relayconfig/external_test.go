@@ -1,0 +1,605 @@
+package relayconfig
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"tailscale.com/ipn"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tsconfig"
+)
+
+// The unit tier: the external client against crossplane-runtime's
+// test.MockClient backed by a map of objects, a fake DNS and a fake
+// tailnet API. No binaries; the integration tier (the same package, build
+// tag integration) runs the controller against a real API server.
+
+const ns = "team-a"
+
+// cluster is what a test.MockClient reads and writes: objects by kind and
+// name, and the writes made, in order.
+type cluster struct {
+	objs   map[string]client.Object
+	writes []string
+	// fail makes a call fail: by "verb kind/name".
+	fail map[string]error
+}
+
+func newCluster(objs ...client.Object) *cluster {
+	c := &cluster{objs: map[string]client.Object{}, fail: map[string]error{}}
+	for _, o := range objs {
+		c.objs[objKey(o, o.GetName())] = o
+	}
+	return c
+}
+
+func objKey(o client.Object, name string) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.") + "/" + name
+}
+
+func notFound(key string) error {
+	return kerrors.NewNotFound(schema.GroupResource{Resource: strings.Split(key, "/")[0]}, key)
+}
+
+func (c *cluster) client() *test.MockClient {
+	return &test.MockClient{
+		MockGet: func(_ context.Context, k client.ObjectKey, obj client.Object) error {
+			key := objKey(obj, k.Name)
+			if err := c.fail["get "+key]; err != nil {
+				return err
+			}
+			stored, ok := c.objs[key]
+			if !ok {
+				return notFound(key)
+			}
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(stored.DeepCopyObject()).Elem())
+			return nil
+		},
+		MockCreate: func(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+			key := objKey(obj, obj.GetName())
+			if err := c.fail["create "+key]; err != nil {
+				return err
+			}
+			if _, ok := c.objs[key]; ok {
+				return kerrors.NewAlreadyExists(schema.GroupResource{}, key)
+			}
+			c.objs[key] = obj.DeepCopyObject().(client.Object)
+			c.writes = append(c.writes, "create "+key)
+			return nil
+		},
+		MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+			key := objKey(obj, obj.GetName())
+			if _, ok := c.objs[key]; !ok {
+				return notFound(key)
+			}
+			c.objs[key] = obj.DeepCopyObject().(client.Object)
+			c.writes = append(c.writes, "update "+key)
+			return nil
+		},
+		MockDelete: func(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+			key := objKey(obj, obj.GetName())
+			if err := c.fail["delete "+key]; err != nil {
+				return err
+			}
+			if _, ok := c.objs[key]; !ok {
+				return notFound(key)
+			}
+			delete(c.objs, key)
+			c.writes = append(c.writes, "delete "+key)
+			return nil
+		},
+	}
+}
+
+// fakeDNS answers A lookups from a map; a missing name is a failure.
+type fakeDNS map[string][]netip.Addr
+
+func (d fakeDNS) LookupA(_ context.Context, host string) ([]netip.Addr, error) {
+	a, ok := d[host]
+	if !ok {
+		return nil, errors.New("SERVFAIL")
+	}
+	return a, nil
+}
+
+// fakeAPI is the Tailscale API in memory.
+type fakeAPI struct {
+	minted  int
+	deleted []string
+	err     error
+}
+
+func (f *fakeAPI) CreateAuthKey(_ context.Context, _ []string, _ string) (string, string, time.Time, error) {
+	if f.err != nil {
+		return "", "", time.Time{}, f.err
+	}
+	f.minted++
+	return fmt.Sprintf("k%d", f.minted), fmt.Sprintf("tskey-auth-k%d-SECRET", f.minted), time.Now().Add(time.Hour), nil
+}
+
+func (f *fakeAPI) DeleteDevice(_ context.Context, id string) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.deleted = append(f.deleted, id)
+	return nil
+}
+
+func relayConfig(mutate ...func(*v1alpha1.RelayConfig)) *v1alpha1.RelayConfig {
+	rc := &v1alpha1.RelayConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns, UID: "rc-uid"},
+		Spec: v1alpha1.RelayConfigSpec{ForProvider: v1alpha1.RelayConfigParameters{
+			ServiceRef:       &v1alpha1.LocalRef{Name: "r-0"},
+			ConfigSecretName: "r-0-config",
+			StateSecretName:  "r-0",
+			Hostname:         "r-0",
+			Port:             41641,
+			AuthKeySecretRef: &v1alpha1.AuthKeyRef{Name: "ts-auth"},
+		}},
+	}
+	for _, m := range mutate {
+		m(rc)
+	}
+	return rc
+}
+
+func service(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}}
+	svc.Status.LoadBalancer.Ingress = ingress
+	return svc
+}
+
+// ownedSecret is a Secret controlled by rc.
+func ownedSecret(rc *v1alpha1.RelayConfig, name string, data map[string][]byte) *corev1.Secret {
+	ctrl := true
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.RelayConfigGroupVersionKind.GroupVersion().String(), Kind: v1alpha1.RelayConfigKind,
+			Name: rc.Name, UID: rc.UID, Controller: &ctrl,
+		}}},
+		Data: data,
+	}
+}
+
+// mintedKey is R-i-authkey as the provider writes it.
+func mintedKey(rc *v1alpha1.RelayConfig, id string, expires time.Time) *corev1.Secret {
+	s := ownedSecret(rc, "r-0-authkey", map[string][]byte{mintedKeyDataKey: []byte("tskey-auth-" + id)})
+	s.Annotations = map[string]string{annotationKeyID: id, annotationKeyExpires: expires.UTC().Format(time.RFC3339)}
+	return s
+}
+
+// rendered is the config file for these endpoints and auth key.
+func rendered(t *testing.T, authKey string, eps ...string) []byte {
+	t.Helper()
+	var aps []netip.AddrPort
+	for _, e := range eps {
+		aps = append(aps, netip.MustParseAddrPort(e))
+	}
+	b, _, err := tsconfig.Render(tsconfig.Relay{Hostname: "r-0", Port: 41641, Endpoints: aps, AuthKey: authKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const fileKey = "file:/etc/tailscale/authkey/authkey"
+
+func TestObserve(t *testing.T) {
+	type want struct {
+		obs       managed.ExternalObservation
+		err       string // a substring; "" for none
+		endpoints []string
+		authKey   string // the rendered config's AuthKey; "" for none
+		resolved  xpv2.ConditionReason
+		deviceID  string
+		minted    int
+	}
+	rc := relayConfig()
+	state := ownedSecret(rc, "r-0", nil)
+	enrolled := ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1")})
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.RelayConfig
+		objs   []client.Object
+		dns    fakeDNS
+		api    *fakeAPI
+		want   want
+	}{
+		"NoConfigSecret": {
+			reason: "A missing config Secret is reported as existing but not up to date, so Update writes it without Create's annotation writes.",
+			mg:     relayConfig(),
+			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: fileKey, resolved: ReasonResolved},
+		},
+		"UpToDate": {
+			reason: "A config Secret holding exactly the rendered config is up to date.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state,
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "203.0.113.5:41641")})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: fileKey, resolved: ReasonResolved},
+		},
+		"HandEdited": {
+			reason: "A config Secret edited by hand is not up to date, so it is put right.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state,
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: []byte(`{"Version":"alpha0"}`)})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: fileKey, resolved: ReasonResolved},
+		},
+		"NotOurs": {
+			reason: "A config Secret someone else controls is never taken over.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(), state,
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
+			want: want{err: "not controlled by this RelayConfig", authKey: fileKey, resolved: ReasonAwaitingAddress},
+		},
+		"Hostname": {
+			reason: "An ingress hostname is resolved to every A record, sorted.",
+			mg:     relayConfig(),
+			objs:   []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
+			dns:    fakeDNS{"lb.example.com": {netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.1")}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641", "198.51.100.2:41641"},
+				authKey: fileKey, resolved: ReasonResolved},
+		},
+		"LookupFailsKeepsConfig": {
+			reason: "A failed lookup keeps the endpoints the config advertises, in the config and in status, even when status lags behind the config; the failure is an error once the config is up to date.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.Endpoints = []string{"198.51.100.7:41641"} // one resolution behind
+			}),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state,
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "198.51.100.1:41641", "198.51.100.9:41641")})},
+			want: want{err: "SERVFAIL", endpoints: []string{"198.51.100.1:41641", "198.51.100.9:41641"}, authKey: fileKey, resolved: ReasonResolveFailed},
+		},
+		"LookupFailsNoConfig": {
+			reason: "A config Secret lost during an outage is written again from the endpoints status recorded.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.Endpoints = []string{"198.51.100.1:41641"}
+			}),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641"},
+				authKey: fileKey, resolved: ReasonResolveFailed},
+		},
+		"IngressGone": {
+			reason: "A Service that lost its ingress keeps the last good endpoints and says it waits.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.Endpoints = []string{"203.0.113.5:41641"}
+			}),
+			objs: []client.Object{service(), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: fileKey, resolved: ReasonAwaitingAddress},
+		},
+		"NoServiceYet": {
+			reason: "Before its Service exists the replica still gets a config, advertising nothing.",
+			mg:     relayConfig(),
+			objs:   []client.Object{state},
+			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: ReasonAwaitingAddress},
+		},
+		"StateMissing": {
+			reason: "A missing state Secret is reported not up to date, so Update creates it.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}),
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "203.0.113.5:41641")})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: fileKey, resolved: ReasonResolved},
+		},
+		"Enrolled": {
+			reason: "Once the state Secret holds a device ID, the device ID is recorded and the config carries no key.",
+			mg:     relayConfig(),
+			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), enrolled},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				resolved: ReasonResolved, deviceID: "dev-1"},
+		},
+		"Mint": {
+			reason: "With no auth key Secret named and API access, a key is minted into R-i-authkey and the config points at its file.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
+			api:    &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonResolved, minted: 1},
+		},
+		"MintedKeyReused": {
+			reason: "An unexpired minted key is used again, not minted anew.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(time.Minute))},
+			api:    &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonAwaitingAddress},
+		},
+		"MintedKeyExpired": {
+			reason: "An expired, unused minted key is replaced.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(-time.Minute))},
+			api:    &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonAwaitingAddress, minted: 1},
+		},
+		"MintFails": {
+			reason: "A failed mint fails Observe, and no key reaches the error.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs:   []client.Object{service(), state},
+			api:    &fakeAPI{err: errors.New("403 forbidden")},
+			want:   want{err: "403 forbidden"},
+		},
+		"NoKeyNoAPI": {
+			reason: "With no auth key Secret and no API access, the config carries no key: the user logs the device in another way.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs:   []client.Object{service(), state},
+			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: ReasonAwaitingAddress},
+		},
+		"Inline": {
+			reason: "An Inline key is read from its Secret into the config.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline
+			}),
+			objs: []client.Object{service(), state,
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"authkey": []byte("tskey-auth-INLINE\n")}}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: "tskey-auth-INLINE", resolved: ReasonAwaitingAddress},
+		},
+		"InlineWrongKey": {
+			reason: "An Inline key Secret without the named key is an error naming the field.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline
+			}),
+			objs: []client.Object{service(), state,
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"other": []byte("tskey-auth-INLINE")}}},
+			want: want{err: "spec.forProvider.authKeySecretRef.key"},
+		},
+		"Deleting": {
+			reason: "A RelayConfig being deleted whose config Secret is gone has nothing left to delete.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				now := metav1.Now()
+				rc.SetDeletionTimestamp(&now)
+			}),
+			objs: []client.Object{service(), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: false}, authKey: fileKey, resolved: ReasonAwaitingAddress},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := newCluster(tc.objs...).client()
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{DNS: tc.dns}}
+			if tc.api != nil {
+				e.api = tc.api
+			}
+			obs, err := e.Observe(t.Context(), tc.mg)
+			if tc.want.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
+					t.Fatalf("%s\nObserve error: %v, want one containing %q", tc.reason, err, tc.want.err)
+				}
+				if strings.Contains(err.Error(), "tskey-") {
+					t.Errorf("%s\nan auth key reached the error: %v", tc.reason, err)
+				}
+				if len(e.rendered) == 0 {
+					return
+				}
+			} else if err != nil {
+				t.Fatalf("%s\nObserve: %v", tc.reason, err)
+			} else if diff := cmp.Diff(tc.want.obs, obs); diff != "" {
+				t.Errorf("%s\nObservation (-want +got):\n%s", tc.reason, diff)
+			}
+			var cfg ipn.ConfigVAlpha
+			if err := json.Unmarshal(e.rendered, &cfg); err != nil {
+				t.Fatalf("rendered config: %v", err)
+			}
+			if diff := cmp.Diff(tc.want.endpoints, resolve.Strings(cfg.RelayServerStaticEndpoints), cmpEmpty); diff != "" {
+				t.Errorf("%s\nadvertised endpoints (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.endpoints, tc.mg.Status.AtProvider.Endpoints, cmpEmpty); diff != "" {
+				t.Errorf("%s\nstatus.atProvider.endpoints (-want +got):\n%s", tc.reason, diff)
+			}
+			if got := ptrOr(cfg.AuthKey); got != tc.want.authKey {
+				t.Errorf("%s\nconfig AuthKey: %q, want %q", tc.reason, got, tc.want.authKey)
+			}
+			if got := tc.mg.GetCondition(ConditionResolved).Reason; got != tc.want.resolved {
+				t.Errorf("%s\nEndpointsResolved reason: %q, want %q", tc.reason, got, tc.want.resolved)
+			}
+			if got := tc.mg.Status.AtProvider.DeviceID; got != tc.want.deviceID {
+				t.Errorf("%s\ndevice ID: %q, want %q", tc.reason, got, tc.want.deviceID)
+			}
+			if tc.api != nil && tc.api.minted != tc.want.minted {
+				t.Errorf("%s\nminted %d keys, want %d", tc.reason, tc.api.minted, tc.want.minted)
+			}
+		})
+	}
+}
+
+// cmpEmpty treats nil and empty slices alike.
+var cmpEmpty = cmp.Transformer("empty", func(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+})
+
+func ptrOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// TestWrites: what Update, Create and Delete write, in order.
+func TestWrites(t *testing.T) {
+	rc := relayConfig()
+	config := ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: []byte("old")})
+	cases := map[string]struct {
+		reason       string
+		objs         []client.Object
+		stateMissing bool
+		api          *fakeAPI
+		deviceID     string
+		fail         map[string]error
+		call         func(*external, *v1alpha1.RelayConfig) error
+		wantErr      string
+		wantWrites   []string
+		wantDeleted  []string
+	}{
+		"UpdateCreates": {
+			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
+			stateMissing: true,
+			call:         update,
+			wantWrites:   []string{"create Secret/r-0", "create Secret/r-0-config"},
+		},
+		"UpdateRewrites": {
+			reason:     "Update rewrites an existing config Secret's data.",
+			objs:       []client.Object{config},
+			call:       update,
+			wantWrites: []string{"update Secret/r-0-config"},
+		},
+		"CreateWrites": {
+			reason:     "Create writes the config Secret.",
+			call:       create,
+			wantWrites: []string{"create Secret/r-0-config"},
+		},
+		"CreateFails": {
+			reason:  "A refused create is an error naming the Secret.",
+			fail:    map[string]error{"create Secret/r-0-config": errors.New("forbidden")},
+			call:    create,
+			wantErr: "cannot create config Secret r-0-config: forbidden",
+		},
+		"DeleteWithAPI": {
+			reason:      "Delete removes the recorded device through the API, then the config Secret.",
+			objs:        []client.Object{config},
+			api:         &fakeAPI{},
+			deviceID:    "dev-1",
+			call:        del,
+			wantWrites:  []string{"delete Secret/r-0-config"},
+			wantDeleted: []string{"dev-1"},
+		},
+		"DeleteAPIFails": {
+			reason:   "An API error keeps everything, so the finalizer stays and Delete is retried.",
+			objs:     []client.Object{config},
+			api:      &fakeAPI{err: errors.New("500")},
+			deviceID: "dev-1",
+			call:     del,
+			wantErr:  "500",
+		},
+		"DeleteWithoutAPI": {
+			reason:     "Without API access Delete removes the config Secret only.",
+			objs:       []client.Object{config},
+			deviceID:   "dev-1",
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
+		},
+		"DeleteGone": {
+			reason: "A config Secret already gone is no error.",
+			call:   del,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(tc.objs...)
+			for k, v := range tc.fail {
+				c.fail[k] = v
+			}
+			kube := c.client()
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing}
+			if tc.api != nil {
+				e.api = tc.api
+			}
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.DeviceID = tc.deviceID })
+			err := tc.call(e, mg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s\nerror: %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("%s\n%v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.wantWrites, c.writes, cmpEmpty); diff != "" {
+				t.Errorf("%s\nwrites (-want +got):\n%s", tc.reason, diff)
+			}
+			if tc.api != nil {
+				if diff := cmp.Diff(tc.wantDeleted, tc.api.deleted, cmpEmpty); diff != "" {
+					t.Errorf("%s\ndevices deleted (-want +got):\n%s", tc.reason, diff)
+				}
+			}
+			if s, ok := c.objs["Secret/r-0-config"].(*corev1.Secret); ok && tc.wantErr == "" && len(tc.wantWrites) > 0 && !strings.HasPrefix(tc.wantWrites[len(tc.wantWrites)-1], "delete") {
+				if string(s.Data[tsconfig.FileName]) != "new" || !metav1.IsControlledBy(s, mg) {
+					t.Errorf("%s\nconfig Secret: data %q, controlled by the RelayConfig: %v", tc.reason, s.Data, metav1.IsControlledBy(s, mg))
+				}
+			}
+		})
+	}
+}
+
+func update(e *external, mg *v1alpha1.RelayConfig) error {
+	_, err := e.Update(context.Background(), mg)
+	return err
+}
+
+func create(e *external, mg *v1alpha1.RelayConfig) error {
+	_, err := e.Create(context.Background(), mg)
+	return err
+}
+
+func del(e *external, mg *v1alpha1.RelayConfig) error {
+	_, err := e.Delete(context.Background(), mg)
+	return err
+}
+
+func TestCheckPlacement(t *testing.T) {
+	checked := &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a", Checked: true, Zone: "eu-west-1a"}
+	cases := map[string]struct {
+		reason string
+		aws    *v1alpha1.AWSResolution
+		prev   *v1alpha1.AWSPlacementObservation
+		want   *v1alpha1.AWSPlacementObservation
+		cond   xpv2.ConditionReason
+	}{
+		"NoPlacement": {
+			reason: "Without a pinned subnet or allocation there is nothing to check, and nothing is recorded.",
+			prev:   checked,
+		},
+		"CheckedBefore": {
+			reason: "A valid placement is checked once: the same subnet and allocation are not asked about again.",
+			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"},
+			prev:   checked,
+			want:   checked,
+		},
+		"NoCredentials": {
+			reason: "Without AWS credentials the placement is recorded unchecked, and the condition says why.",
+			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b"},
+			prev:   checked,
+			want: &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b",
+				Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"},
+			cond: ReasonNotChecked,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Spec.ForProvider.AWS = tc.aws
+				rc.Status.AtProvider.AWS = tc.prev
+			})
+			e := &external{resolver: &resolve.Resolver{}}
+			e.checkPlacement(t.Context(), mg)
+			if diff := cmp.Diff(tc.want, mg.Status.AtProvider.AWS); diff != "" {
+				t.Errorf("%s\nstatus.atProvider.aws (-want +got):\n%s", tc.reason, diff)
+			}
+			if got := mg.GetCondition(ConditionAWSPlacement).Reason; got != tc.cond {
+				t.Errorf("%s\n%s reason %q, want %q", tc.reason, ConditionAWSPlacement, got, tc.cond)
+			}
+		})
+	}
+}
