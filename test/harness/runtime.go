@@ -1,10 +1,10 @@
 package harness
 
 import (
-	"net"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
