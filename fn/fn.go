@@ -155,7 +155,7 @@ func resolve(in inputs) (*relay, error) {
 		return nil, specError{err: err}
 	}
 	if errs, awsOnly := validate(&spec); len(errs) > 0 {
-		return nil, specError{err: errs, aws: awsOnly}
+		return nil, specError{err: errs.ToAggregate(), aws: awsOnly}
 	}
 	r, err := defaults(in, spec, fin)
 	if err != nil {

@@ -53,7 +53,7 @@ func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
 	return rsp
 }
 
-func field(t testing.TB, s *structpb.Struct, path ...string) any {
+func valueAt(t testing.TB, s *structpb.Struct, path ...string) any {
 	t.Helper()
 	var v any = s.AsMap()
 	for _, p := range path {
@@ -101,19 +101,19 @@ func TestRunFunctionComposes(t *testing.T) {
 							"tags":             []any{"tag:k8s"},
 							"authKeySecretRef": map[string]any{"name": "ts-auth", "key": "authkey", "mode": "File", "mountPath": "/etc/tailscale/authkey"},
 						}
-						if diff := cmp.Diff(want, field(t, rc, "spec", "forProvider")); diff != "" {
+						if diff := cmp.Diff(want, valueAt(t, rc, "spec", "forProvider")); diff != "" {
 							t.Errorf("relayconfig-1 forProvider: -want +got:\n%s", diff)
 						}
-						if diff := cmp.Diff(map[string]any{"kind": "ClusterProviderConfig", "name": "default"}, field(t, rc, "spec", "providerConfigRef")); diff != "" {
+						if diff := cmp.Diff(map[string]any{"kind": "ClusterProviderConfig", "name": "default"}, valueAt(t, rc, "spec", "providerConfigRef")); diff != "" {
 							t.Errorf("providerConfigRef: -want +got:\n%s", diff)
 						}
 					},
 					"statefulset": func(t *testing.T, rsp *fnv1.RunFunctionResponse) {
 						sts := rsp.GetDesired().GetResources()["statefulset-1"].GetResource()
-						if got := field(t, sts, "spec", "replicas"); got != float64(1) {
+						if got := valueAt(t, sts, "spec", "replicas"); got != float64(1) {
 							t.Errorf("replicas: want 1, got %v", got)
 						}
-						pod := field(t, sts, "spec", "template", "spec").(map[string]any)
+						pod := valueAt(t, sts, "spec", "template", "spec").(map[string]any)
 						c := pod["containers"].([]any)[0].(map[string]any)
 						env := map[string]string{}
 						for _, e := range c["env"].([]any) {
@@ -157,7 +157,7 @@ func TestRunFunctionComposes(t *testing.T) {
 							"selector": map[string]any{"statefulset.kubernetes.io/pod-name": "my-relay-2-0"},
 							"ports":    []any{map[string]any{"name": "peerrelay", "protocol": "UDP", "port": float64(41641), "targetPort": float64(41641)}},
 						}
-						if diff := cmp.Diff(want, field(t, svc, "spec")); diff != "" {
+						if diff := cmp.Diff(want, valueAt(t, svc, "spec")); diff != "" {
 							t.Errorf("service-2 spec: -want +got:\n%s", diff)
 						}
 					},
@@ -213,10 +213,10 @@ spec: {}
 					t.Errorf("%s\n%s was not composed", tc.reason, key)
 					continue
 				}
-				if n := field(t, got.GetResource(), "metadata", "name"); n != wantName {
+				if n := valueAt(t, got.GetResource(), "metadata", "name"); n != wantName {
 					t.Errorf("%s\n%s: want name %q, got %v", tc.reason, key, wantName, n)
 				}
-				if ns := field(t, got.GetResource(), "metadata", "namespace"); ns != tc.want.namespace {
+				if ns := valueAt(t, got.GetResource(), "metadata", "namespace"); ns != tc.want.namespace {
 					t.Errorf("%s\n%s: want namespace %q, got %v", tc.reason, key, tc.want.namespace, ns)
 				}
 			}
@@ -302,7 +302,7 @@ aws:
 				t.Fatalf("%s\n%s not composed; results: %v", tc.reason, tc.replica, rsp.GetResults())
 			}
 			got := map[string]string{}
-			for k, v := range field(t, svc.GetResource(), "metadata", "annotations").(map[string]any) {
+			for k, v := range valueAt(t, svc.GetResource(), "metadata", "annotations").(map[string]any) {
 				got[k] = v.(string)
 			}
 			for k, v := range tc.want {
@@ -333,7 +333,7 @@ func TestRunFunctionBadInput(t *testing.T) {
 		"ElasticIPsShort": {
 			reason:    "Fewer Elastic IPs than replicas is refused, naming both fields.",
 			spec:      "replicas: 3\naws:\n  elasticIPs:\n  - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}",
-			wantMsg:   []string{"spec.aws.elasticIPs has 1 entries but spec.replicas is 3"},
+			wantMsg:   []string{"spec.aws.elasticIPs: Invalid value: \"1 entries\": spec.replicas is 3: give one Elastic IP per replica"},
 			condition: reasonAWSConfigInvalid,
 		},
 		"BadTag": {
@@ -357,7 +357,7 @@ func TestRunFunctionBadInput(t *testing.T) {
 		"HugeReplicas": {
 			reason:    "Replicas past the cap are refused with the cap.",
 			spec:      "replicas: 5000",
-			wantMsg:   []string{"spec.replicas: must be between 0 and 100, got 5000"},
+			wantMsg:   []string{"spec.replicas: Invalid value: 5000: must be between 0 and 100"},
 			condition: reasonSpecInvalid,
 		},
 		"StaticEndpointHostname": {
@@ -436,7 +436,7 @@ func TestStateSecretsSurviveSpecChanges(t *testing.T) {
 		}
 		for i := range 3 {
 			rc := rsp.GetDesired().GetResources()[relayConfigKey(i)].GetResource()
-			if got, want := field(t, rc, "spec", "forProvider", "stateSecretName"), "my-relay-"+strconv.Itoa(i); got != want {
+			if got, want := valueAt(t, rc, "spec", "forProvider", "stateSecretName"), "my-relay-"+strconv.Itoa(i); got != want {
 				t.Errorf("%s: relayconfig-%d names state Secret %q, want %q", name, i, got, want)
 			}
 		}

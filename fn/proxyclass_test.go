@@ -100,7 +100,7 @@ metadata: {name: proxyclasses.tailscale.com}
 				t.Errorf("%s\nwant a ProxyClass requirement, got %v", tc.reason, sel)
 			}
 			sts := rsp.GetDesired().GetResources()["statefulset-0"].GetResource()
-			pod := field(t, sts, "spec", "template", "spec").(map[string]any)
+			pod := valueAt(t, sts, "spec", "template", "spec").(map[string]any)
 			if img := pod["containers"].([]any)[0].(map[string]any)["image"]; img != tc.wantImage {
 				t.Errorf("%s\nimage: want %s, got %v", tc.reason, tc.wantImage, img)
 			}
@@ -109,7 +109,7 @@ metadata: {name: proxyclasses.tailscale.com}
 					t.Errorf("%s\nnodeSelector -want +got:\n%s", tc.reason, diff)
 				}
 			}
-			labels, _ := field(t, sts, "spec", "template", "metadata", "labels").(map[string]any)
+			labels, _ := valueAt(t, sts, "spec", "template", "metadata", "labels").(map[string]any)
 			for k, v := range tc.wantLabel {
 				if labels[k] != v {
 					t.Errorf("%s\nlabel %s: want %v, got %v", tc.reason, k, v, labels[k])

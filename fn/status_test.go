@@ -132,10 +132,10 @@ func TestRunFunctionStatus(t *testing.T) {
 			if diff := cmp.Diff([]*fnv1.Condition{tc.want.condition}, rsp.GetConditions(), protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nconditions: -want +got:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.want.endpoints, field(t, rsp.GetDesired().GetComposite().GetResource(), "status", "endpoints")); diff != "" {
+			if diff := cmp.Diff(tc.want.endpoints, valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "endpoints")); diff != "" {
 				t.Errorf("%s\nstatus.endpoints: -want +got:\n%s", tc.reason, diff)
 			}
-			if got := field(t, rsp.GetDesired().GetComposite().GetResource(), "status", "addresses"); got != tc.want.addresses {
+			if got := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "addresses"); got != tc.want.addresses {
 				t.Errorf("%s\nstatus.addresses (the ENDPOINTS column): want %q, got %q", tc.reason, tc.want.addresses, got)
 			}
 			for k, want := range tc.want.ready {

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
@@ -21,181 +24,177 @@ var (
 	vpcIDPattern        = regexp.MustCompile(`^vpc-[0-9a-f]+$`)
 	regionPattern       = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 	zonePattern         = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$`)
-	secretNamePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	secretKeyPattern    = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 )
 
 // pinnedAnnotations are set from spec.aws.elasticIPs; a user annotation with
 // the same key would silently lose, so it is refused instead.
 var pinnedAnnotations = []string{annotationEIPAllocations, annotationSubnets}
 
-// fieldErrors collects every problem so the user fixes them in one go.
-type fieldErrors []string
-
-func (e *fieldErrors) add(field, format string, a ...any) {
-	*e = append(*e, field+": "+fmt.Sprintf(format, a...))
-}
-
-// addf adds a message that names its fields itself.
-func (e *fieldErrors) addf(format string, a ...any) { *e = append(*e, fmt.Sprintf(format, a...)) }
-
-func (e fieldErrors) Error() string { return strings.Join(e, "; ") }
-
-// validate checks a spec. awsOnly reports whether every error concerns
-// spec.aws, which the status reports as AWSConfigInvalid.
-func validate(s *v1alpha1.PeerRelaySpec) (errs fieldErrors, awsOnly bool) {
+// validate checks a spec, collecting every problem so the user fixes them
+// in one go. awsOnly reports whether every error concerns spec.aws, which
+// the status reports as AWSConfigInvalid.
+func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
+	spec := field.NewPath("spec")
 	replicas := v1alpha1.DefaultReplicas
 	if s.Replicas != nil {
 		replicas = int(*s.Replicas)
 		if replicas < 0 || replicas > v1alpha1.MaxReplicas {
-			errs.add("spec.replicas", "must be between 0 and %d, got %d (each replica is its own load balancer)", v1alpha1.MaxReplicas, replicas)
+			errs = append(errs, field.Invalid(spec.Child("replicas"), replicas, fmt.Sprintf("must be between 0 and %d (each replica is its own load balancer)", v1alpha1.MaxReplicas)))
 		}
 	}
 	seen := map[v1alpha1.Tag]bool{}
 	for i, t := range s.Tags {
+		p := spec.Child("tags").Index(i)
 		if !tagPattern.MatchString(string(t)) {
-			errs.add(fmt.Sprintf("spec.tags[%d]", i), "%q must match %s, for example tag:k8s", t, tagPattern)
+			errs = append(errs, field.Invalid(p, t, fmt.Sprintf("must match %s, for example tag:k8s", tagPattern)))
 		}
 		if seen[t] {
-			errs.add(fmt.Sprintf("spec.tags[%d]", i), "%q is listed twice", t)
+			errs = append(errs, field.Duplicate(p, t))
 		}
 		seen[t] = true
 	}
 	if p := s.HostnamePrefix; p != "" {
 		if !hostnamePattern.MatchString(p) {
-			errs.add("spec.hostnamePrefix", "%q must match %s (lower-case letters, digits and dashes)", p, hostnamePattern)
+			errs = append(errs, field.Invalid(spec.Child("hostnamePrefix"), p, fmt.Sprintf("must match %s (lower-case letters, digits and dashes)", hostnamePattern)))
 		} else if n := len(p) + 1 + len(strconv.Itoa(max(replicas-1, 0))); n > 63 {
-			errs.add("spec.hostnamePrefix", "%q makes hostnames of %d characters (%s-%d); the limit is 63", p, n, p, replicas-1)
+			errs = append(errs, field.Invalid(spec.Child("hostnamePrefix"), p, fmt.Sprintf("makes hostnames of %d characters (%s-%d); the limit is 63", n, p, replicas-1)))
 		}
 	}
-	if s.Port != nil && (*s.Port < 1 || *s.Port > 65535) {
-		errs.add("spec.port", "must be a UDP port between 1 and 65535, got %d", *s.Port)
+	if s.Port != nil {
+		for _, msg := range validation.IsValidPortNum(int(*s.Port)) {
+			errs = append(errs, field.Invalid(spec.Child("port"), *s.Port, "a UDP port "+msg))
+		}
 	}
 	if r := s.AuthKeySecretRef; r != nil {
-		if !secretNamePattern.MatchString(r.Name) || len(r.Name) > 253 {
-			errs.add("spec.authKeySecretRef.name", "%q is not a valid Secret name", r.Name)
+		for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+			errs = append(errs, field.Invalid(spec.Child("authKeySecretRef", "name"), r.Name, "not a valid Secret name: "+msg))
 		}
-		if r.Key != "" && !secretKeyPattern.MatchString(r.Key) {
-			errs.add("spec.authKeySecretRef.key", "%q is not a valid Secret key (letters, digits, '-', '_', '.')", r.Key)
+		if r.Key != "" {
+			for _, msg := range validation.IsConfigMapKey(r.Key) {
+				errs = append(errs, field.Invalid(spec.Child("authKeySecretRef", "key"), r.Key, "not a valid Secret key: "+msg))
+			}
 		}
 	}
 	if s.Pod != nil && s.Pod.Image != "" && strings.ContainsAny(s.Pod.Image, " \t\n") {
-		errs.add("spec.pod.image", "%q must not contain white space", s.Pod.Image)
+		errs = append(errs, field.Invalid(spec.Child("pod", "image"), s.Pod.Image, "must not contain white space"))
 	}
-	validateStaticEndpoints(&errs, s.StaticEndpoints)
+	errs = append(errs, validateStaticEndpoints(spec.Child("staticEndpoints"), s.StaticEndpoints)...)
 	nonAWS := len(errs)
-	validateAWS(&errs, s, replicas)
+	errs = append(errs, validateAWS(spec.Child("aws"), s, replicas)...)
 	return errs, nonAWS == 0 && len(errs) > 0
 }
 
-func validateStaticEndpoints(errs *fieldErrors, eps []string) {
+func validateStaticEndpoints(path *field.Path, eps []string) (errs field.ErrorList) {
 	seen := map[netip.AddrPort]bool{}
 	for i, ep := range eps {
-		field := fmt.Sprintf("spec.staticEndpoints[%d]", i)
+		p := path.Index(i)
 		ap, err := netip.ParseAddrPort(ep)
 		switch {
 		case err != nil:
-			errs.add(field, "%q must be ip:port, for example 203.0.113.7:41641 or [2001:db8::1]:41641 (hostnames are not allowed: tailscaled advertises addresses)", ep)
+			errs = append(errs, field.Invalid(p, ep, "must be ip:port, for example 203.0.113.7:41641 or [2001:db8::1]:41641 (hostnames are not allowed: tailscaled advertises addresses)"))
 		case ap.Port() == 0:
-			errs.add(field, "%q needs a port between 1 and 65535", ep)
+			errs = append(errs, field.Invalid(p, ep, "needs a port between 1 and 65535"))
 		case !ap.Addr().IsGlobalUnicast() && !ap.Addr().IsPrivate():
-			errs.add(field, "%q is not a unicast address peers can reach", ep)
+			errs = append(errs, field.Invalid(p, ep, "not a unicast address peers can reach"))
 		case seen[ap]:
-			errs.add(field, "%q is listed twice", ep)
+			errs = append(errs, field.Duplicate(p, ep))
 		}
 		if err == nil {
 			seen[ap] = true
 		}
 	}
+	return errs
 }
 
-func validateAWS(errs *fieldErrors, s *v1alpha1.PeerRelaySpec, replicas int) {
+func validateAWS(path *field.Path, s *v1alpha1.PeerRelaySpec, replicas int) (errs field.ErrorList) {
 	a := s.AWS
 	if a == nil {
-		return
+		return nil
 	}
 	eips := a.ElasticIPs
 	if len(eips) > 0 && len(eips) < replicas {
-		errs.addf("spec.aws.elasticIPs has %d entries but spec.replicas is %d: give one Elastic IP per replica", len(eips), replicas)
+		errs = append(errs, field.Invalid(path.Child("elasticIPs"), fmt.Sprintf("%d entries", len(eips)), fmt.Sprintf("spec.replicas is %d: give one Elastic IP per replica", replicas)))
 	}
 	seen := map[string]int{}
 	for i, e := range eips {
-		field := fmt.Sprintf("spec.aws.elasticIPs[%d]", i)
+		p := path.Child("elasticIPs").Index(i)
 		switch {
 		case e.Allocate && e.AllocationID != "":
-			errs.add(field, "set allocationID or allocate: true, not both")
+			errs = append(errs, field.Forbidden(p.Child("allocationID"), "set allocationID or allocate: true, not both"))
 		case !e.Allocate && e.AllocationID == "":
-			errs.add(field, "needs allocationID (an existing Elastic IP) or allocate: true (a new one)")
+			errs = append(errs, field.Required(p.Child("allocationID"), "needs allocationID (an existing Elastic IP) or allocate: true (a new one)"))
 		case e.Allocate:
 		case !allocationIDPattern.MatchString(e.AllocationID):
-			errs.add(field+".allocationID", "%q must match %s", e.AllocationID, allocationIDPattern)
+			errs = append(errs, field.Invalid(p.Child("allocationID"), e.AllocationID, "must match "+allocationIDPattern.String()))
 		default:
 			if j, dup := seen[e.AllocationID]; dup {
-				errs.add(field+".allocationID", "%q is already used by spec.aws.elasticIPs[%d]: an Elastic IP can front one replica only", e.AllocationID, j)
+				errs = append(errs, field.Invalid(p.Child("allocationID"), e.AllocationID, fmt.Sprintf("already used by spec.aws.elasticIPs[%d]: an Elastic IP can front one replica only", j)))
 			}
 			seen[e.AllocationID] = i
 		}
 		if !subnetIDPattern.MatchString(e.SubnetID) {
-			errs.add(field+".subnetID", "%q must match %s", e.SubnetID, subnetIDPattern)
+			errs = append(errs, field.Invalid(p.Child("subnetID"), e.SubnetID, "must match "+subnetIDPattern.String()))
 		}
 		if e.Zone != "" && !zonePattern.MatchString(e.Zone) {
-			errs.add(field+".zone", "%q must be an availability zone such as eu-west-1a", e.Zone)
+			errs = append(errs, field.Invalid(p.Child("zone"), e.Zone, "must be an availability zone such as eu-west-1a"))
 		}
 	}
-	validateSubnets(errs, a)
+	errs = append(errs, validateSubnets(path, a)...)
 	if a.Region != "" && !regionPattern.MatchString(a.Region) {
-		errs.add("spec.aws.region", "%q must be an AWS region such as eu-west-1", a.Region)
+		errs = append(errs, field.Invalid(path.Child("region"), a.Region, "must be an AWS region such as eu-west-1"))
 	}
 	if a.VPCID != "" && !vpcIDPattern.MatchString(a.VPCID) {
-		errs.add("spec.aws.vpcID", "%q must match %s", a.VPCID, vpcIDPattern)
+		errs = append(errs, field.Invalid(path.Child("vpcID"), a.VPCID, "must match "+vpcIDPattern.String()))
 	}
 	pinned := len(eips) > 0 || len(a.Subnets) > 0
 	switch a.LoadBalancer {
 	case "", v1alpha1.LoadBalancerController:
 	case v1alpha1.LoadBalancerManaged:
 		if !pinned {
-			errs.add("spec.aws.loadBalancer", "Managed needs spec.aws.elasticIPs or spec.aws.subnets: each replica's load balancer is placed in its subnet with its Elastic IP")
+			errs = append(errs, field.Invalid(path.Child("loadBalancer"), a.LoadBalancer, "Managed needs spec.aws.elasticIPs or spec.aws.subnets: each replica's load balancer is placed in its subnet with its Elastic IP"))
 		}
 	default:
-		errs.add("spec.aws.loadBalancer", "%q must be Controller or Managed", a.LoadBalancer)
+		errs = append(errs, field.NotSupported(path.Child("loadBalancer"), a.LoadBalancer, []v1alpha1.LoadBalancerMode{v1alpha1.LoadBalancerController, v1alpha1.LoadBalancerManaged}))
 	}
 	switch a.ZonePlacement {
 	case "", v1alpha1.ZonePlacementAny:
 	case v1alpha1.ZonePlacementPerReplica:
 		if !pinned {
-			errs.add("spec.aws.zonePlacement", "PerReplica needs spec.aws.elasticIPs or spec.aws.subnets: a replica runs in the zone of its subnet")
+			errs = append(errs, field.Invalid(path.Child("zonePlacement"), a.ZonePlacement, "PerReplica needs spec.aws.elasticIPs or spec.aws.subnets: a replica runs in the zone of its subnet"))
 		}
 	default:
-		errs.add("spec.aws.zonePlacement", "%q must be Any or PerReplica", a.ZonePlacement)
+		errs = append(errs, field.NotSupported(path.Child("zonePlacement"), a.ZonePlacement, []v1alpha1.ZonePlacement{v1alpha1.ZonePlacementAny, v1alpha1.ZonePlacementPerReplica}))
 	}
 	if pinned && s.Service != nil {
 		for _, k := range pinnedAnnotations {
 			if _, ok := s.Service.Annotations[k]; ok {
-				errs.add("spec.service.annotations["+k+"]", "conflicts with spec.aws.elasticIPs, which sets it per replica: remove the annotation")
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "service", "annotations").Key(k), "conflicts with spec.aws.elasticIPs, which sets it per replica: remove the annotation"))
 			}
 		}
 	}
+	return errs
 }
 
 // validateSubnets checks spec.aws.subnets, the short form of elasticIPs
 // with allocate: true.
-func validateSubnets(errs *fieldErrors, a *v1alpha1.AWSSpec) {
+func validateSubnets(path *field.Path, a *v1alpha1.AWSSpec) (errs field.ErrorList) {
 	switch {
 	case len(a.Subnets) > 0 && len(a.ElasticIPs) > 0:
-		errs.addf("spec.aws.subnets and spec.aws.elasticIPs: set one, not both (subnets with allocate: true generates the Elastic IPs)")
+		errs = append(errs, field.Forbidden(path.Child("subnets"), "set spec.aws.subnets or spec.aws.elasticIPs, not both (subnets with allocate: true generates the Elastic IPs)"))
 	case len(a.Subnets) > 0 && !a.Allocate:
-		errs.add("spec.aws.allocate", "must be true with spec.aws.subnets: each replica gets a new Elastic IP in subnets[i mod len(subnets)]")
+		errs = append(errs, field.Invalid(path.Child("allocate"), a.Allocate, "must be true with spec.aws.subnets: each replica gets a new Elastic IP in subnets[i mod len(subnets)]"))
 	case len(a.Subnets) == 0 && a.Allocate:
-		errs.add("spec.aws.allocate", "needs spec.aws.subnets (or use spec.aws.elasticIPs[i].allocate)")
+		errs = append(errs, field.Invalid(path.Child("allocate"), a.Allocate, "needs spec.aws.subnets (or use spec.aws.elasticIPs[i].allocate)"))
 	}
 	seen := map[string]int{}
 	for i, sn := range a.Subnets {
-		field := fmt.Sprintf("spec.aws.subnets[%d]", i)
+		p := path.Child("subnets").Index(i)
 		if !subnetIDPattern.MatchString(sn) {
-			errs.add(field, "%q must match %s", sn, subnetIDPattern)
-		} else if j, dup := seen[sn]; dup {
-			errs.add(field, "%q is already spec.aws.subnets[%d]", sn, j)
+			errs = append(errs, field.Invalid(p, sn, "must match "+subnetIDPattern.String()))
+		} else if _, dup := seen[sn]; dup {
+			errs = append(errs, field.Duplicate(p, sn))
 		}
 		seen[sn] = i
 	}
+	return errs
 }
