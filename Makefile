@@ -19,14 +19,14 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/crank \
-	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
+	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/angryjet $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
 	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
 .PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean demo
 
 all: build
 
-# ---- test tools, each from its own wrapper module under test/tools --------
+# ---- test tools, each from its own wrapper module under tools --------
 # A tool is rebuilt only when its go.mod or go.sum changes; the Go build cache
 # makes a rebuild after a fresh clone take seconds to a minute.
 tools: $(TOOLS)
@@ -36,71 +36,76 @@ tools: $(TOOLS)
 $(CURDIR)/.cache/upbound-crds/v1.23.0: hack/upbound-crds.sh
 	bash hack/upbound-crds.sh
 
-$(BIN)/kube-apiserver: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
+$(BIN)/kube-apiserver: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
-$(BIN)/kubectl: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
+$(BIN)/kubectl: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
 
-$(BIN)/kube-controller-manager: test/tools/kube-apiserver/go.mod test/tools/kube-apiserver/go.sum
+$(BIN)/kube-controller-manager: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
 # Crossplane core (test/crossplane runs it against the API server). Without a
 # version every package is refused as incompatible.
 CROSSPLANE_VERSION := v2.4.0
-$(BIN)/crossplane: test/tools/crossplane/go.mod test/tools/crossplane/go.sum
+$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/crossplane && $(GO) build -ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" -o $@ github.com/crossplane/crossplane/v2/cmd/crossplane
+	cd tools/crossplane && $(GO) build -ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" -o $@ github.com/crossplane/crossplane/v2/cmd/crossplane
 
 # helm renders Crossplane's own chart (RBAC) from the module cache.
-$(BIN)/helm: test/tools/helm/go.mod test/tools/helm/go.sum
+$(BIN)/helm: tools/helm/go.mod tools/helm/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/helm && $(GO) build -o $@ helm.sh/helm/v4/cmd/helm
+	cd tools/helm && $(GO) build -o $@ helm.sh/helm/v4/cmd/helm
 
-$(BIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/go.sum
+$(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+	cd tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
-$(BIN)/crank: test/tools/crank/go.mod test/tools/crank/go.sum
+$(BIN)/crank: tools/crank/go.mod tools/crank/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/crank && $(GO) build -o $@ github.com/crossplane/crossplane/v2/cmd/crank
+	cd tools/crank && $(GO) build -o $@ github.com/crossplane/crossplane/v2/cmd/crank
 
-$(BIN)/controller-gen: test/tools/controller-gen/go.mod test/tools/controller-gen/go.sum
+$(BIN)/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
-$(BIN)/tailscaled: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+# angryjet generates the managed resource and provider config methods.
+$(BIN)/angryjet: tools/angryjet/go.mod tools/angryjet/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscaled
+	cd tools/angryjet && $(GO) build -o $@ github.com/crossplane/crossplane-tools/cmd/angryjet
 
-$(BIN)/tailscale: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+$(BIN)/tailscaled: tools/tailscale/go.mod tools/tailscale/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscale
+	cd tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscaled
+
+$(BIN)/tailscale: tools/tailscale/go.mod tools/tailscale/go.sum
+	@mkdir -p $(BIN)
+	cd tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/tailscale
 
 # What the tailscale image runs as its entrypoint; the test node agent runs
 # the composed pods with it, tailscaled and tailscale on its PATH.
-$(BIN)/containerboot: test/tools/tailscale/go.mod test/tools/tailscale/go.sum
+$(BIN)/containerboot: tools/tailscale/go.mod tools/tailscale/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/containerboot
+	cd tools/tailscale && CGO_ENABLED=0 $(GO) build -o $@ tailscale.com/cmd/containerboot
 
-$(BIN)/function-patch-and-transform: test/tools/patch-and-transform/go.mod test/tools/patch-and-transform/go.sum
+$(BIN)/function-patch-and-transform: tools/patch-and-transform/go.mod tools/patch-and-transform/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/patch-and-transform && $(GO) build -o $@ github.com/crossplane-contrib/function-patch-and-transform
+	cd tools/patch-and-transform && $(GO) build -o $@ github.com/crossplane-contrib/function-patch-and-transform
 
-$(BIN)/benchstat: test/tools/benchstat/go.mod test/tools/benchstat/go.sum
+$(BIN)/benchstat: tools/benchstat/go.mod tools/benchstat/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
+	cd tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
 
-$(BIN)/govulncheck: test/tools/govulncheck/go.mod test/tools/govulncheck/go.sum
+$(BIN)/govulncheck: tools/govulncheck/go.mod tools/govulncheck/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/govulncheck && $(GO) build -o $@ golang.org/x/vuln/cmd/govulncheck
+	cd tools/govulncheck && $(GO) build -o $@ golang.org/x/vuln/cmd/govulncheck
 
-$(BIN)/indexdb: test/tools/vulndb/go.mod test/tools/vulndb/go.sum
+$(BIN)/indexdb: tools/vulndb/go.mod tools/vulndb/go.sum
 	@mkdir -p $(BIN)
-	cd test/tools/vulndb && $(GO) build -o $@ golang.org/x/vulndb/cmd/indexdb
+	cd tools/vulndb && $(GO) build -o $@ golang.org/x/vulndb/cmd/indexdb
 
 # ---- product ---------------------------------------------------------------
 build:
@@ -108,21 +113,23 @@ build:
 	$(GO) build -o $(BIN)/function-peerrelay ./fn/cmd/function-peerrelay
 	$(GO) build -o $(BIN)/provider-peerrelay ./provider/cmd/provider-peerrelay
 
-# Deepcopy methods, provider CRDs, the function's Input CRD, the PeerRelay
+# Deepcopy methods, the managed resource and provider config methods
+# (angryjet), provider CRDs, the function's Input CRD, the PeerRelay
 # XRDs (from the PeerRelay CRD, by hack/xrdgen) and the PeerRelay CRD the
 # tests validate rendered XRs against.
-generate: $(BIN)/controller-gen
+generate: $(BIN)/controller-gen $(BIN)/angryjet
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./apis/...
-	rm -rf package/provider/crds package/function/input test/crds
+	$(BIN)/angryjet generate-methodsets --header-file=hack/boilerplate.go.txt ./apis/...
+	rm -rf package/provider/crds package/function/input apis/peerrelay/crd
 	$(BIN)/controller-gen crd paths=./apis/relay/... output:crd:artifacts:config=package/provider/crds
 	$(BIN)/controller-gen crd paths=./apis/fn/... output:crd:artifacts:config=package/function/input
-	$(BIN)/controller-gen crd paths=./apis/peerrelay/... output:crd:artifacts:config=test/crds
-	$(GO) run ./hack/xrdgen -crd test/crds/peerrelay.io_peerrelays.yaml -out package/configuration
+	$(BIN)/controller-gen crd paths=./apis/peerrelay/... output:crd:artifacts:config=apis/peerrelay/crd
+	$(GO) run ./hack/xrdgen -crd apis/peerrelay/crd/peerrelay.io_peerrelays.yaml -out package/configuration
 
 # Fails when a generated file is stale: run `make generate` and commit.
 check-generate: generate
-	@if [ -n "$$(git status --porcelain -- apis package test/crds)" ]; then \
-		git status --porcelain -- apis package test/crds; git --no-pager diff --stat -- apis package test/crds; \
+	@if [ -n "$$(git status --porcelain -- apis package apis/peerrelay/crd)" ]; then \
+		git status --porcelain -- apis package apis/peerrelay/crd; git --no-pager diff --stat -- apis package apis/peerrelay/crd; \
 		echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 # ---- Crossplane packages, built without Docker -----------------------------

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PEERRELAY_TOOLS_BIN:-$PWD/.cache/bin}
 DB=$PWD/.cache/vulndb
-osv=$(cd test/tools/vulndb && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv
+osv=$(cd tools/vulndb && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv
 if [ ! -f "$DB/index/db.json" ] || [ "$osv" -nt "$DB/index/db.json" ]; then
   rm -rf "$DB"
   "$BIN/indexdb" -vulns "$osv" -out "$DB"

@@ -53,6 +53,6 @@ func (d DNSResolver) LookupA(ctx context.Context, host string) ([]netip.Addr, er
 }
 
 func sortAddrs(a []netip.Addr) []netip.Addr {
-	slices.SortFunc(a, func(x, y netip.Addr) int { return x.Compare(y) })
+	slices.SortFunc(a, netip.Addr.Compare)
 	return slices.Compact(a)
 }

@@ -190,7 +190,7 @@ func ParseEndpoints(eps []string) ([]netip.AddrPort, error) {
 
 // Normalize sorts and de-duplicates endpoints.
 func Normalize(eps []netip.AddrPort) []netip.AddrPort {
-	slices.SortFunc(eps, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	slices.SortFunc(eps, netip.AddrPort.Compare)
 	return slices.Compact(eps)
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
+
+	"github.com/peerrelay/peerrelay/provider/resolve"
 )
 
 // FileName is the config Secret key containerboot looks for: the file for
@@ -36,9 +38,7 @@ type Relay struct {
 // own is written explicitly: a reloaded config replaces the relay settings
 // wholesale, and an omitted AcceptDNS means true.
 func Render(r Relay) ([]byte, string, error) {
-	eps := slices.Clone(r.Endpoints)
-	slices.SortFunc(eps, func(a, b netip.AddrPort) int { return a.Compare(b) })
-	eps = slices.Compact(eps)
+	eps := resolve.Normalize(slices.Clone(r.Endpoints))
 	c := ipn.ConfigVAlpha{
 		Version:                    "alpha0",
 		Locked:                     "false",

@@ -124,7 +124,7 @@ func TestCatalogueAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := harness.StartAPIServer(t, filepath.Join(root, "test/crds"), filepath.Join(root, "package/provider/crds"))
+	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"), filepath.Join(root, "package/provider/crds"))
 	c, err := client.New(api.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	crossplaneDir := ModuleDir(t, "test/tools/crossplane", crossplaneModule)
+	crossplaneDir := ModuleDir(t, "tools/crossplane", crossplaneModule)
 	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
 
 	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
@@ -266,7 +266,7 @@ func isNoMatch(err error) bool {
 }
 
 // ModuleDir is where the Go module cache holds module mod, as the module in
-// dir (relative to the repository root: "." or a test/tools wrapper)
+// dir (relative to the repository root: "." or a tools wrapper)
 // resolves it.
 func ModuleDir(t testing.TB, dir, mod string) string {
 	t.Helper()

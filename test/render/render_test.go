@@ -130,7 +130,7 @@ func TestRenderExamples(t *testing.T) {
 		if _, err := os.Stat(upbound); err != nil {
 			harness.Missing(t, "the Upbound AWS CRDs in %s (make tools)", upbound)
 		}
-		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "test/crds"), upbound)
+		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "apis/peerrelay/crd"), upbound)
 		c, err := client.New(api.Config, client.Options{})
 		if err != nil {
 			t.Fatal(err)

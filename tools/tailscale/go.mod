@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/tailscale
+module github.com/peerrelay/peerrelay/tools/tailscale
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/crank
+module github.com/peerrelay/peerrelay/tools/crank
 
 go 1.26.8
 

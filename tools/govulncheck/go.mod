@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/govulncheck
+module github.com/peerrelay/peerrelay/tools/govulncheck
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/vulndb
+module github.com/peerrelay/peerrelay/tools/vulndb
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/crossplane
+module github.com/peerrelay/peerrelay/tools/crossplane
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/kube-apiserver
+module github.com/peerrelay/peerrelay/tools/kube-apiserver
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/controller-gen
+module github.com/peerrelay/peerrelay/tools/controller-gen
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/etcd
+module github.com/peerrelay/peerrelay/tools/etcd
 
 go 1.26.8
 

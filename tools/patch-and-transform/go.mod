@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/patch-and-transform
+module github.com/peerrelay/peerrelay/tools/patch-and-transform
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/benchstat
+module github.com/peerrelay/peerrelay/tools/benchstat
 
 go 1.26.8
 

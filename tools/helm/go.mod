@@ -1,4 +1,4 @@
-module github.com/peerrelay/peerrelay/test/tools/helm
+module github.com/peerrelay/peerrelay/tools/helm
 
 go 1.26.8
 
