@@ -120,7 +120,7 @@ func (f *Function) composition(in inputs) (*composition, error) {
 	if c := f.cache.get(k); c != nil {
 		return c, nil
 	}
-	r, err := resolve(in)
+	r, err := newRelay(in)
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +137,8 @@ func (f *Function) composition(in inputs) (*composition, error) {
 	return c, nil
 }
 
-// resolve reads the inputs and applies every default.
-func resolve(in inputs) (*relay, error) {
+// newRelay reads the inputs and applies every default.
+func newRelay(in inputs) (*relay, error) {
 	fin := &fnv1alpha1.Input{}
 	if in.Input != nil {
 		// As request.GetInput reads it: strictly, unknown fields refused.

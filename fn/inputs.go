@@ -11,7 +11,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
 )
 
-// inputs is everything a composition depends on. resolve reads nothing
+// inputs is everything a composition depends on. newRelay reads nothing
 // else, and the composition cache keys on its JSON encoding, so an input
 // that is not in here cannot shape what is composed, and one that is can
 // never be served stale.

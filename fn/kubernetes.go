@@ -15,7 +15,8 @@ import (
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
-// What containerboot reads; see DESIGN.md.
+// The relay container and what containerboot reads from it: its config
+// directory, its health check port, the auth key and config volumes.
 const (
 	containerName   = "tailscaled"
 	configMountRoot = "/etc/tsconfig"

@@ -28,7 +28,7 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 	if r.AWS != nil {
 		rp := r.AWS.Replicas[i]
 		// The provider checks the placement the spec wants before the
-		// function applies it (see placement.go).
+		// function applies it (see awsplan.go).
 		p.AWS = &relayv1alpha1.AWSResolution{Region: r.AWS.Region, SubnetID: rp.Want.SubnetID, AllocationID: rp.Want.AllocationID}
 		if r.AWS.Managed {
 			// No Service ingress to follow: the load balancer is ours, found by name.
