@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"k8s.io/utils/ptr"
 	"maps"
 	"path"
 	"strconv"
@@ -35,17 +36,15 @@ const (
 func defaultSecurityContext() *corev1.SecurityContext {
 	uid := int64(relayUID)
 	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr(true),
+		RunAsNonRoot:             ptr.To(true),
 		RunAsUser:                &uid,
 		RunAsGroup:               &uid,
-		AllowPrivilegeEscalation: ptr(false),
-		ReadOnlyRootFilesystem:   ptr(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func meta(r *relay, name string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: labels}
@@ -159,7 +158,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			Secret: &corev1.SecretVolumeSource{
 				SecretName: r.AuthKey.Name,
 				Items:      []corev1.KeyToPath{{Key: r.AuthKey.Key, Path: r.AuthKey.Key}},
-				Optional:   ptr(true),
+				Optional:   ptr.To(true),
 			},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
@@ -168,7 +167,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		// access in its provider config) into R-i-authkey. The pod waits
 		// for it.
 		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix, Optional: ptr(true)},
+			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix, Optional: ptr.To(true)},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
 	}
@@ -211,7 +210,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		// containerboot reads TS_* variables, and a Service named like
 		// ts-local-addr would inject TS_LOCAL_ADDR_PORT=udp://… and stop
 		// it from starting.
-		EnableServiceLinks:        ptr(false),
+		EnableServiceLinks:        ptr.To(false),
 		Volumes:                   volumes,
 		Containers:                []corev1.Container{c},
 		NodeSelector:              pod.NodeSelector,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,9 @@ const (
 // the full name so two long names never collide. The second result says why
 // the name was changed, or is empty.
 func baseName(name string) (string, string) {
+	if len(validation.IsDNS1035Label(name)) == 0 && len(name) <= maxBaseLen {
+		return name, ""
+	}
 	b := strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
 			return r

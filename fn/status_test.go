@@ -2,6 +2,7 @@ package fn
 
 import (
 	"context"
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestRunFunctionStatus(t *testing.T) {
 			reason:   "A new PeerRelay waits for endpoints, and nothing is ready.",
 			observed: map[string]string{},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{},
 				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_FALSE},
 			},
@@ -63,7 +64,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
 				addresses: "203.0.113.10",
 				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
@@ -77,7 +78,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(0),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr("1 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr.To("1 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "198.51.100.1", "port": float64(41641)},
 					map[string]any{"replica": float64(0), "address": "198.51.100.2", "port": float64(41641)},
@@ -95,7 +96,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: reasonReady, Message: ptr("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: reasonReady, Message: ptr.To("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
@@ -112,7 +113,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
