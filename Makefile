@@ -95,6 +95,10 @@ $(BIN)/function-patch-and-transform: tools/patch-and-transform/go.mod tools/patc
 	@mkdir -p $(BIN)
 	cd tools/patch-and-transform && $(GO) build -o $@ github.com/crossplane-contrib/function-patch-and-transform
 
+$(BIN)/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
+	@mkdir -p $(BIN)
+	cd tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 $(BIN)/benchstat: tools/benchstat/go.mod tools/benchstat/go.sum
 	@mkdir -p $(BIN)
 	cd tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
@@ -156,9 +160,10 @@ render: build $(BIN)/crank $(BIN)/function-patch-and-transform
 	@$(GO) test -c -o $(CURDIR)/.cache/render.test ./test/render
 	@cd test/render && PEERRELAY_RENDER_PRINT=1 $(CURDIR)/.cache/render.test -test.run '^TestRenderExamples$$/^Golden$$'
 
-lint:
+lint: $(BIN)/golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags integration ./...
+	$(BIN)/golangci-lint run ./...
 
 # The unit tier: no binaries, seconds. The function's builders and the
 # provider's controller against crossplane-runtime's test.MockClient.

@@ -30,7 +30,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: kind.gvk.Config.Kind}).
 			Complete(providerconfig.NewReconciler(mgr, kind.gvk,
 				providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-				providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))))); err != nil {
+				providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))))); err != nil { //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 			return err
 		}
 	}

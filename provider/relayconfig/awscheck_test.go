@@ -26,10 +26,9 @@ func TestAWSPlacementCheck(t *testing.T) {
 	e := awsEnv(t, m)
 
 	type want struct {
-		zone     string
-		problem  string // fragment; "" for a valid placement
-		reason   string
-		noChange bool
+		zone    string
+		problem string // fragment; "" for a valid placement
+		reason  string
 	}
 	cases := map[string]struct {
 		reason        string

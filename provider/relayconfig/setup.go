@@ -46,7 +46,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind),
 		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithManagementPolicies(),
 		// No external-name annotation: the config Secret is named by

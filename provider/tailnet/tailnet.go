@@ -40,7 +40,7 @@ func New(baseURL, tailnet, clientID, clientSecret string) (*Client, error) {
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("Tailscale API base URL %q: %w", baseURL, err)
+		return nil, fmt.Errorf("the Tailscale API base URL %q: %w", baseURL, err)
 	}
 	if tailnet == "" {
 		tailnet = "-"

@@ -78,16 +78,16 @@ func (w *world) reconcile() map[string]*fnv1.Resource {
 	desired := rsp.GetDesired().GetResources()
 	for key, d := range desired {
 		obj := d.GetResource().AsMap()
-		switch kind := obj["kind"]; {
-		case kind == "RelayConfig":
+		switch obj["kind"] {
+		case "RelayConfig":
 			u := &unstructured.Unstructured{Object: obj}
-			if err := w.env.Client.Patch(ctx, u, client.Apply, client.ForceOwnership, client.FieldOwner("crossplane")); err != nil {
+			if err := w.env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.ForceOwnership, client.FieldOwner("crossplane")); err != nil {
 				w.t.Fatalf("applying %s: %v", key, err)
 			}
 			w.observeRelayConfig(key)
-		case kind == "EIP":
+		case "EIP":
 			w.provideEIP(key, obj)
-		case kind == "LB":
+		case "LB":
 			w.provideLB(key, obj)
 		}
 	}

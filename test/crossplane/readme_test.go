@@ -30,7 +30,7 @@ func readmeBlock(t *testing.T, heading string) []readmeCommand {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var cmds []readmeCommand
 	found, in := false, false
 	sc := bufio.NewScanner(f)

@@ -94,7 +94,7 @@ func freeUDPPort(t *testing.T) uint16 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }
 

@@ -135,12 +135,12 @@ func proxyTCP(t testing.TB, listen, target string) func() {
 				return
 			}
 			go func() {
-				defer in.Close()
+				defer func() { _ = in.Close() }()
 				out, err := net.DialTimeout("tcp", target, 5*time.Second)
 				if err != nil {
 					return
 				}
-				defer out.Close()
+				defer func() { _ = out.Close() }()
 				go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
 				_, _ = io.Copy(in, out)
 			}()

@@ -53,7 +53,7 @@ func (r *podRun) supervise(n *Node, p *corev1.Pod) {
 		}
 		cmd, err := r.startContainer(n, p)
 		if err != nil {
-			r.log.Write([]byte("node: cannot start the container: " + err.Error() + "\n"))
+			_, _ = r.log.Write([]byte("node: cannot start the container: " + err.Error() + "\n"))
 		} else {
 			r.mu.Lock()
 			r.cmd = cmd
@@ -106,7 +106,7 @@ func (r *podRun) probeUntilExit(n *Node, p *corev1.Pod, started metav1.Time, exi
 		case <-r.quit:
 			return true
 		case err := <-exited:
-			r.log.Write([]byte("node: container exited: " + errString(err) + "\n"))
+			_, _ = r.log.Write([]byte("node: container exited: " + errString(err) + "\n"))
 			return false
 		case <-initial:
 			initial, check = nil, true

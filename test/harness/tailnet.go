@@ -72,7 +72,7 @@ func (n *Node) StartTailnet(t testing.TB) *Tailnet {
 			t.Fatal(err)
 		}
 		srv := httptest.NewUnstartedServer(mux)
-		srv.Listener.Close()
+		_ = srv.Listener.Close()
 		srv.Listener = l
 		if tlsConfig != nil {
 			srv.TLS = tlsConfig

@@ -153,7 +153,7 @@ func TestRenderExamples(t *testing.T) {
 				} else if strings.Contains(obj.GetAPIVersion(), ".aws.upbound.io/") {
 					awsCluster++
 				}
-				if err := c.Patch(ctx, obj, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("render-test")); err != nil {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.DryRunAll, client.ForceOwnership, client.FieldOwner("render-test")); err != nil {
 					t.Errorf("%s object %d (%s %s): the API server rejects it: %v", name, i, obj.GetKind(), obj.GetName(), err)
 					continue
 				}
@@ -167,7 +167,7 @@ func TestRenderExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, obj := range splitYAML(t, b) {
-				if err := c.Patch(ctx, obj, client.Apply, client.DryRunAll, client.FieldOwner("render-test")); err != nil {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.DryRunAll, client.FieldOwner("render-test")); err != nil {
 					t.Errorf("%s: the API server rejects it: %v", ex, err)
 				}
 				applied++

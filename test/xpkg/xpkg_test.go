@@ -85,7 +85,7 @@ func TestPackages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("package.yaml: %v", err)
 			}
-			defer rc.Close()
+			defer func() { _ = rc.Close() }()
 			pkg, err := parser.New(metaScheme, objScheme).Parse(context.Background(), rc)
 			if err != nil {
 				t.Fatalf("Crossplane's parser rejects the package: %v", err)

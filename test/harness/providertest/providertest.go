@@ -181,7 +181,12 @@ func Start(t testing.TB, o Options) *Env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("the provider's manager stopped with: %v", err)
+		}
+	})
 
 	c, err := client.New(api.Config, client.Options{Scheme: scheme})
 	if err != nil {
