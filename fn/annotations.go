@@ -46,8 +46,9 @@ func serviceAnnotations(r *relay, i int) map[string]string {
 		maps.Copy(a, s.Annotations)
 	}
 	if _, set := a[annotationLBAttributes]; aws && !set {
-		// One NLB per replica: cross-zone keeps it answering when the pod's
-		// zone is not the client's.
+		// One NLB per replica: cross-zone lets each of its zones' addresses
+		// reach the pod. It does not reach zones the NLB has not enabled:
+		// a pinned subnet enables one, and the pod runs there.
 		a[annotationLBAttributes] = crossZoneOn
 	}
 	if r.AWS != nil {
@@ -57,4 +58,25 @@ func serviceAnnotations(r *relay, i int) map[string]string {
 		}
 	}
 	return a
+}
+
+// pinnedAnnotations are set from spec.aws.elasticIPs or subnets, per
+// replica; a user annotation with the same key is ignored, as the
+// Tailscale operator ignores it, with a warning.
+var pinnedAnnotations = []string{annotationEIPAllocations, annotationSubnets}
+
+// ignoredAnnotations are the user's Service annotations that Elastic IP
+// pinning overrides.
+func ignoredAnnotations(r *relay) []string {
+	a := r.Spec.AWS
+	if a == nil || (len(a.ElasticIPs) == 0 && len(a.Subnets) == 0) || r.Spec.Service == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range pinnedAnnotations {
+		if _, ok := r.Spec.Service.Annotations[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }

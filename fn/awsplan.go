@@ -174,6 +174,9 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 			rp.Waiting = fmt.Sprintf("replica %d waits for its Elastic IP %s to report an allocation ID", i, p.name(r, i))
 		case !checked:
 			rp.Waiting = fmt.Sprintf("replica %d waits for the provider to check %s and %s against AWS", i, rp.Want.SubnetID, rp.Want.AllocationID)
+			if check != nil && check.SubnetID == rp.Want.SubnetID && check.Message != "" {
+				rp.Waiting += ": " + check.Message
+			}
 		case len(check.Problems) > 0:
 			rp.Problems = check.Problems
 		default:
@@ -196,6 +199,15 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 		if check != nil && check.SubnetID == sub {
 			rp.Zone = cmp.Or(rp.Zone, check.Zone)
 			rp.VPCID = cmp.Or(rp.VPCID, check.VPCID)
+		}
+		if rp.Zone == "" && r.perReplicaZones() {
+			// Its pods wait for the zone: started anywhere, they would
+			// have to move.
+			hint := "give the provider config AWS credentials (spec.aws) to look it up"
+			if len(a.ElasticIPs) > 0 {
+				hint = fmt.Sprintf("set spec.aws.elasticIPs[%d].zone, or %s", i, hint)
+			}
+			rp.Waiting = strings.TrimPrefix(rp.Waiting+"; ", "; ") + fmt.Sprintf("replica %d waits for the zone of subnet %s: %s", i, sub, hint)
 		}
 		p.Replicas = append(p.Replicas, rp)
 	}

@@ -65,11 +65,11 @@ aws:
 		want     want
 	}{
 		"AllocateFirstPass": {
-			reason: "A new Elastic IP is composed per replica; the Service waits for its allocation ID.",
+			reason: "A new Elastic IP is composed per replica; the Service waits for its allocation ID, and the pods for their subnet's zone (per-replica zones are the default with pinned subnets).",
 			spec:   allocate,
 			want: want{
-				has:    []string{"eip-0", "eip-1", "relayconfig-0", "statefulset-0", "statefulset-1"},
-				hasNot: []string{"service-0", "service-1"},
+				has:    []string{"eip-0", "eip-1", "relayconfig-0"},
+				hasNot: []string{"service-0", "service-1", "statefulset-0", "statefulset-1"},
 				fields: map[string]map[string]any{"eip-1": {
 					"apiVersion":              "ec2.aws.m.upbound.io/v1beta1",
 					"kind":                    "EIP",
@@ -97,6 +97,19 @@ aws:
 					"spec.forProvider.aws.region":       "eu-west-1",
 				}},
 				msg: "replica 0 waits for the provider to check subnet-0a and eipalloc-0a1 against AWS",
+			},
+		},
+		"NoAWSCredentials": {
+			reason: "Without AWS credentials the provider cannot check the placement (it is used unchecked) nor learn the zone, so the pods wait: the status says so, and what to do.",
+			spec:   allocate,
+			observed: map[string]*fnv1.Resource{
+				"eip-0": observedEIP(t, "eipalloc-0a1"),
+				"relayconfig-0": {Resource: mustStruct(t, "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider:\n    aws: {checked: false, subnetID: subnet-0a, allocationID: eipalloc-0a1, message: \"not checked: the provider config has no AWS credentials (spec.aws.source)\"}")},
+			},
+			want: want{
+				has:    []string{"service-0"},
+				hasNot: []string{"statefulset-0"},
+				msg:    "replica 0 waits for the zone of subnet subnet-0a: set spec.aws.elasticIPs[0].zone, or give the provider config AWS credentials (spec.aws) to look it up",
 			},
 		},
 		"AllocatedAndChecked": {

@@ -71,8 +71,10 @@ func ref(r *relay, i int) map[string]any {
 }
 
 // loadBalancer is replica i's internet-facing NLB with the replica's
-// Elastic IP in its subnet. Cross-zone load balancing keeps it answering
-// from every zone whatever zone the pod is in.
+// Elastic IP in its subnet. Cross-zone load balancing spreads traffic over
+// the NLB's enabled zones only, and a pinned subnet enables one zone: the
+// pod must run in that zone (perReplicaZones, the default when subnets are
+// pinned), or the NLB has no healthy target.
 func loadBalancer(r *relay, i int, use placementIDs) *unstructured.Unstructured {
 	return awsResource(r, i, "elbv2", "LB", map[string]any{
 		"name":                         loadBalancerName(r, i),

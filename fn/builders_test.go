@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	xpresource "github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
@@ -411,6 +413,60 @@ func TestRelayConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, relayConfig(tc.r, 1)); diff != "" {
 				t.Errorf("%s\nRelayConfig (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		r      *relay
+		want   []string
+	}{
+		"None": {reason: "A plain PeerRelay has nothing to warn of.", r: testRelay(t, func(r *relay) { r.Spec.AuthKeySecretRef = nil; r.AuthKey = nil })},
+		"AnnotationIgnored": {
+			reason: "A Service annotation Elastic IP pinning overrides is ignored, as the Tailscale operator ignores it, with a warning naming it.",
+			r: testRelay(t, func(r *relay) {
+				r.Spec.AWS = &v1alpha1.AWSSpec{ElasticIPs: []v1alpha1.ElasticIP{{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"}}}
+				r.Spec.Service = &v1alpha1.ServiceSpec{Annotations: map[string]string{annotationEIPAllocations: "eipalloc-0ff", "x": "y"}}
+			}),
+			want: []string{"spec.service.annotations[" + annotationEIPAllocations + "] is ignored: spec.aws pins each replica's Service to its own subnet and Elastic IP"},
+		},
+		"TagsWithKey": {
+			reason: "spec.tags beside a supplied key is ignored: the key's tags win.",
+			r:      testRelay(t, func(r *relay) { r.Spec.Tags = []v1alpha1.Tag{"tag:relay"} }),
+			want:   []string{"spec.tags is ignored while spec.authKeySecretRef is set: the devices get the tags of the key in Secret ts-auth"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, warnings(tc.r), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nwarnings (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestServiceReadiness(t *testing.T) {
+	obs := observedState{observed: map[xpresource.Name]xpresource.ObservedComposed{"service-0": {Resource: composed.New()}}}
+	sum := summary{replicas: []replicaObservation{{}}} // no ingress
+	cases := map[string]struct {
+		reason string
+		r      *relay
+		want   xpresource.Ready
+	}{
+		"LoadBalancer": {reason: "A LoadBalancer Service is ready once it has an ingress.", r: testRelay(t), want: xpresource.ReadyFalse},
+		"Managed": {
+			reason: "With load balancers composed as managed resources the Service is a ClusterIP that never gets an ingress: ready once it exists, or the XR is never Ready.",
+			r:      testRelay(t, func(r *relay) { r.Spec.AWS = &v1alpha1.AWSSpec{LoadBalancer: v1alpha1.LoadBalancerManaged} }),
+			want:   xpresource.ReadyTrue,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := readiness("service-0", tc.r, obs, sum); got != tc.want {
+				t.Errorf("%s\nreadiness %v, want %v", tc.reason, got, tc.want)
 			}
 		})
 	}

@@ -80,7 +80,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	for _, o := range c.objs {
 		// The cached object itself: SetDesiredComposedResources only reads
 		// it, into a new Struct.
-		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj, Ready: readiness(o.key, obs, sum)}
+		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj, Ready: readiness(o.key, r, obs, sum)}
 	}
 	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
 		return fmt.Errorf("cannot set the desired composed resources: %w", err)
@@ -91,8 +91,15 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
 	requireProxyClass(rsp, r)
-	if r.ProxyClassProblem != "" {
-		response.Warning(rsp, errors.New(r.ProxyClassProblem)).TargetCompositeAndClaim()
+	for _, w := range warnings(r) {
+		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
+	}
+	if c, ok := sum.cleanup(); ok {
+		cond := response.ConditionTrue(rsp, conditionDeviceCleanup, c.reason)
+		if !c.ok {
+			cond = response.ConditionFalse(rsp, conditionDeviceCleanup, c.reason)
+		}
+		cond.WithMessage(c.msg).TargetCompositeAndClaim()
 	}
 
 	var cond *response.ConditionOption
@@ -174,6 +181,22 @@ func newRelay(in inputs) (*relay, error) {
 		r.Image = r.Pod.Image
 	}
 	return r, nil
+}
+
+// warnings are what the PeerRelay asks for that does not apply, each
+// saying why.
+func warnings(r *relay) []string {
+	var out []string
+	if r.ProxyClassProblem != "" {
+		out = append(out, r.ProxyClassProblem)
+	}
+	for _, k := range ignoredAnnotations(r) {
+		out = append(out, fmt.Sprintf("spec.service.annotations[%s] is ignored: spec.aws pins each replica's Service to its own subnet and Elastic IP", k))
+	}
+	if len(r.Spec.Tags) > 0 && r.AuthKey != nil {
+		out = append(out, fmt.Sprintf("spec.tags is ignored while spec.authKeySecretRef is set: the devices get the tags of the key in Secret %s", r.AuthKey.Name))
+	}
+	return out
 }
 
 // specError marks errors in the user's spec, reported on the PeerRelay's

@@ -288,12 +288,6 @@ func TestRunFunctionBadInput(t *testing.T) {
 			wantMsg:   []string{"spec.staticEndpoints[0]", "must be ip:port"},
 			condition: reasonSpecInvalid,
 		},
-		"AnnotationFightsEIP": {
-			reason:    "A Service annotation that would fight Elastic IP pinning is refused.",
-			spec:      "aws:\n  elasticIPs: [{allocationID: eipalloc-0aa, subnetID: subnet-0aa}]\nservice:\n  annotations: {service.beta.kubernetes.io/aws-load-balancer-eip-allocations: eipalloc-0ff}",
-			wantMsg:   []string{"spec.service.annotations[service.beta.kubernetes.io/aws-load-balancer-eip-allocations]"},
-			condition: reasonAWSConfigInvalid,
-		},
 		"ClusterXRWithoutClaim": {
 			reason: "A cluster XPeerRelay with no claim has no namespace to compose into.",
 			xr: &fnv1.Resource{Resource: mustStruct(t, `

@@ -9,13 +9,15 @@ import (
 
 // readiness tells Crossplane when each composed resource is ready, so the XR
 // is never Ready before every replica has an endpoint and a ready pod.
-func readiness(key string, o observedState, s summary) resource.Ready {
+func readiness(key string, r *relay, o observedState, s summary) resource.Ready {
 	obj, ok := o.get(key)
 	if !ok {
 		return resource.ReadyFalse
 	}
 	if i, ok := indexed(key, keyPrefixService); ok {
-		return readyIf(i < len(s.replicas) && s.replicas[i].serviceReady)
+		// A ClusterIP Service (load balancers composed as managed
+		// resources) never gets an ingress: it is ready once it exists.
+		return readyIf(r.managedLoadBalancers() || (i < len(s.replicas) && s.replicas[i].serviceReady))
 	}
 	if i, ok := indexed(key, keyPrefixRelayConfig); ok {
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)

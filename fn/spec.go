@@ -61,8 +61,17 @@ type relay struct {
 	AWS *awsPlan
 }
 
+// perReplicaZones tells whether each replica runs in its subnet's zone:
+// asked for, or by default when replicas are pinned to subnets, since a
+// pinned subnet enables only its own zone on the replica's NLB and an NLB
+// forwards only to targets in its enabled zones.
 func (r *relay) perReplicaZones() bool {
-	return r.Spec.AWS != nil && r.Spec.AWS.ZonePlacement == v1alpha1.ZonePlacementPerReplica
+	a := r.Spec.AWS
+	if a == nil {
+		return false
+	}
+	pinned := len(a.ElasticIPs) > 0 || len(a.Subnets) > 0
+	return a.ZonePlacement == v1alpha1.ZonePlacementPerReplica || (a.ZonePlacement == "" && pinned)
 }
 
 func (r *relay) managedLoadBalancers() bool {

@@ -7,20 +7,31 @@ import (
 	"strconv"
 	"strings"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
 // Condition type and reasons, the Tailscale operator's words.
 const (
-	conditionReady           = "PeerRelayReady"
-	reasonReady              = "PeerRelayReady"
-	reasonEndpointsPending   = "EndpointsPending"
-	reasonPodsPending        = "PodsPending"
-	reasonAWSConfigInvalid   = "AWSConfigInvalid"
-	reasonSpecInvalid        = "SpecInvalid"
-	reasonAuthKeyMissing     = "AuthKeySecretMissing"
+	conditionReady         = "PeerRelayReady"
+	reasonReady            = "PeerRelayReady"
+	reasonEndpointsPending = "EndpointsPending"
+	reasonPodsPending      = "PodsPending"
+	reasonAWSConfigInvalid = "AWSConfigInvalid"
+	reasonSpecInvalid      = "SpecInvalid"
+	reasonAuthKeyMissing   = "AuthKeySecretMissing"
+	// From the RelayConfigs' AuthKeyAvailable condition: no key and no
+	// way to mint one, or a key tailscaled refused.
+	reasonNoAuthKey       = "NoAuthKey"
+	reasonAuthKeyRejected = "AuthKeyRejected"
+	// DeviceCleanup, from the RelayConfigs: whether devices leave the
+	// tailnet with their replicas.
+	conditionDeviceCleanup   = "DeviceCleanup"
+	rcConditionAuthKey       = "AuthKeyAvailable"
+	rcConditionCleanup       = "DeviceCleanup"
 	requiredPodsKey          = "pods"
 	requiredAuthKeyKey       = "authkey-secret"
 	podReadyConditionType    = "Ready"
@@ -33,6 +44,12 @@ type replicaObservation struct {
 	serviceReady bool // the Service has a load balancer ingress
 	configReady  bool // the RelayConfig reports Ready
 	podReady     bool
+	// lbAddress: the replica's load balancer has an address (static
+	// endpoints alone do not count: no load balancer may exist yet).
+	lbAddress bool
+	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
+	// DeviceCleanup condition.
+	key, cleanup xpv2.Condition
 }
 
 // enrolled tells whether every replica's device exists: its RelayConfig
@@ -68,6 +85,9 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
 		ro.configReady = isTrue(rc, managedReadyConditionTyp)
+		ro.key, ro.cleanup = rc.GetCondition(rcConditionAuthKey), rc.GetCondition(rcConditionCleanup)
+		source, _ := rc.GetString("status.atProvider.source")
+		ro.lbAddress = ro.serviceReady || (source != "" && source != relayv1alpha1.SourceStatic)
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.
@@ -117,9 +137,10 @@ func summarise(r *relay, o observedState) summary {
 		sort.Strings(rs.Endpoints)
 		s.status.Endpoints = append(s.status.Endpoints, ro.endpoints...)
 		s.status.Replicas = append(s.status.Replicas, rs)
-		// A replica counts once its config advertises an address (its
-		// RelayConfig is Ready), not when its load balancer has one.
-		if len(ro.endpoints) > 0 && ro.configReady {
+		// A replica counts once its config advertises its load balancer's
+		// address (its RelayConfig is Ready), not when the load balancer
+		// has one, nor for static endpoints alone.
+		if len(ro.endpoints) > 0 && ro.configReady && ro.lbAddress {
 			s.withEndpoints++
 		}
 		if ro.podReady {
@@ -134,6 +155,8 @@ func summarise(r *relay, o observedState) summary {
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
 	case o.authKey != "" && !o.enrolled(r):
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
+	case s.keyProblem() != "":
+		s.reason, s.msg = s.keyProblem(), s.keyMessages()
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending
 		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", s.withEndpoints, r.Replicas)
@@ -162,4 +185,50 @@ func addresses(eps []v1alpha1.Endpoint) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// keyProblem is NoAuthKey or AuthKeyRejected when some replica cannot log
+// in, or "".
+func (s summary) keyProblem() string {
+	for _, ro := range s.replicas {
+		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == reasonNoAuthKey || ro.key.Reason == reasonAuthKeyRejected) {
+			return string(ro.key.Reason)
+		}
+	}
+	return ""
+}
+
+// keyMessages says which replicas cannot log in, and why.
+func (s summary) keyMessages() string {
+	var out []string
+	for i, ro := range s.replicas {
+		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == reasonNoAuthKey || ro.key.Reason == reasonAuthKeyRejected) {
+			out = append(out, fmt.Sprintf("replica %d: %s", i, ro.key.Message))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+type cleanupSummary struct {
+	ok          bool
+	reason, msg string
+}
+
+// cleanup is DeviceCleanup for the PeerRelay: False when some replica's
+// device would stay in the tailnet, and ok=false before any RelayConfig
+// said.
+func (s summary) cleanup() (cleanupSummary, bool) {
+	var seen bool
+	for _, ro := range s.replicas {
+		switch ro.cleanup.Status {
+		case corev1.ConditionFalse:
+			return cleanupSummary{reason: string(ro.cleanup.Reason), msg: ro.cleanup.Message}, true
+		case corev1.ConditionTrue:
+			seen = true
+		}
+	}
+	if !seen {
+		return cleanupSummary{}, false
+	}
+	return cleanupSummary{ok: true, reason: "TailscaleAPI", msg: "each replica's device is removed from the tailnet when the replica goes"}, true
 }

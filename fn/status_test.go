@@ -230,3 +230,70 @@ spec: {}`)}}})
 		t.Errorf("want one Normal result starting %q and saying why, got %q", want, msgs)
 	}
 }
+
+// TestRunFunctionRelayConfigConditions: what the RelayConfigs say about
+// keys and device cleanup reaches the PeerRelay, and static endpoints alone
+// never make a replica ready.
+func TestRunFunctionRelayConfigConditions(t *testing.T) {
+	rc := func(source string, conds ...string) string {
+		y := "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider: {source: " + source + ", endpoints: [\"198.51.100.1:41641\"]}\n  conditions:\n  - {type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}"
+		for _, c := range conds {
+			y += "\n  - " + c
+		}
+		return y
+	}
+	const (
+		noKey     = `{type: AuthKeyAvailable, status: "False", reason: NoAuthKey, message: "no auth key: set it", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		noCleanup = `{type: DeviceCleanup, status: "False", reason: NoAPIAccess, message: "the device stays", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		cleanup   = `{type: DeviceCleanup, status: "True", reason: TailscaleAPI, message: "removed", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		pod       = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nstatus: {readyReplicas: 1}"
+		svc       = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nstatus: {loadBalancer: {ingress: [{ip: 198.51.100.1}]}}"
+		noIngress = "apiVersion: v1\nkind: Service\nmetadata: {name: s}"
+	)
+	cases := map[string]struct {
+		reason      string
+		observed    map[string]string
+		wantReason  string
+		wantMsg     string
+		wantCleanup string // DeviceCleanup's status, "" for no condition
+	}{
+		"StaticOnly": {
+			reason:     "Static endpoints alone are no public address: no load balancer may exist yet.",
+			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("static"), "statefulset-0": pod},
+			wantReason: reasonEndpointsPending,
+			wantMsg:    "0 of 1 replicas advertise a public address",
+		},
+		"LoadBalancer": {
+			reason:      "With the load balancer's address the replica is ready, and devices leave the tailnet with their replicas.",
+			observed:    map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", cleanup), "statefulset-0": pod},
+			wantReason:  reasonReady,
+			wantCleanup: "STATUS_CONDITION_TRUE",
+		},
+		"NoAuthKey": {
+			reason:      "A replica with no key and no way to mint one says so on the PeerRelay, and that its device would stay in the tailnet.",
+			observed:    map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", noKey, noCleanup), "statefulset-0": pod},
+			wantReason:  reasonNoAuthKey,
+			wantMsg:     "replica 0: no auth key: set it",
+			wantCleanup: "STATUS_CONDITION_FALSE",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := map[string]*fnv1.Resource{}
+			for k, y := range tc.observed {
+				obs[k] = observedRes(t, y)
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 1"), Resources: obs}})
+			got := map[string]*fnv1.Condition{}
+			for _, c := range rsp.GetConditions() {
+				got[c.GetType()] = c
+			}
+			if c := got[conditionReady]; c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.wantMsg) {
+				t.Errorf("%s\nPeerRelayReady: %s %q, want %s %q", tc.reason, c.GetReason(), c.GetMessage(), tc.wantReason, tc.wantMsg)
+			}
+			if c := got[conditionDeviceCleanup]; c.GetStatus().String() != tc.wantCleanup && !(c == nil && tc.wantCleanup == "") {
+				t.Errorf("%s\nDeviceCleanup: %v, want %q", tc.reason, c, tc.wantCleanup)
+			}
+		})
+	}
+}

@@ -26,10 +26,6 @@ var (
 	zonePattern         = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]$`)
 )
 
-// pinnedAnnotations are set from spec.aws.elasticIPs; a user annotation with
-// the same key would silently lose, so it is refused instead.
-var pinnedAnnotations = []string{annotationEIPAllocations, annotationSubnets}
-
 // validate checks a spec, collecting every problem so the user fixes them
 // in one go. awsOnly reports whether every error concerns spec.aws, which
 // the status reports as AWSConfigInvalid.
@@ -164,13 +160,6 @@ func validateAWS(path *field.Path, s *v1alpha1.PeerRelaySpec, replicas int) (err
 		}
 	default:
 		errs = append(errs, field.NotSupported(path.Child("zonePlacement"), a.ZonePlacement, []v1alpha1.ZonePlacement{v1alpha1.ZonePlacementAny, v1alpha1.ZonePlacementPerReplica}))
-	}
-	if pinned && s.Service != nil {
-		for _, k := range pinnedAnnotations {
-			if _, ok := s.Service.Annotations[k]; ok {
-				errs = append(errs, field.Forbidden(field.NewPath("spec", "service", "annotations").Key(k), "conflicts with spec.aws.elasticIPs, which sets it per replica: remove the annotation"))
-			}
-		}
 	}
 	return errs
 }

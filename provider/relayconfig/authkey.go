@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,33 +19,75 @@ import (
 
 // Where a minted key lives and what tailscaled writes into its state Secret.
 const (
-	mintedKeyDataKey       = "authkey"
 	annotationKeyExpires   = "relay.peerrelay.io/authkey-expires"
 	annotationKeyID        = "relay.peerrelay.io/authkey-id"
 	stateSecretDeviceIDKey = "device_id"
+	// stateSecretReissueKey is containerboot's request for a new key: the
+	// AuthKey its config had when login failed. It waits until the
+	// config's AuthKey differs.
+	stateSecretReissueKey = "reissue_authkey"
 )
 
-// authKey returns what the config's AuthKey says: a file path by default,
-// so the config Secret carries no credential, or the key itself when the
-// RelayConfig asks for Inline. With no auth key Secret named and Tailscale
-// API access configured, the provider mints one. The key never reaches an
-// error or a log.
+// The auth key condition: whether the replica has what it needs to log in.
+const (
+	ConditionAuthKey     xpv2.ConditionType   = "AuthKeyAvailable"
+	ReasonKeyLoggedIn    xpv2.ConditionReason = "LoggedIn"
+	ReasonKeyAvailable   xpv2.ConditionReason = "Available"
+	ReasonKeyUnavailable xpv2.ConditionReason = "NoAuthKey"
+	ReasonKeyRejected    xpv2.ConditionReason = "AuthKeyRejected"
+	ReasonKeyMinting     xpv2.ConditionReason = "Minting"
+)
+
+// mintedDataKey is the minted key's file name in R-i-authkey: a new key is
+// a new file, so the config's AuthKey changes, which is what containerboot
+// waits for after it asked for a new key.
+func mintedDataKey(id string) string { return "authkey-" + id }
+
+// authKey returns what the config's AuthKey says, and whether a key must be
+// minted first (by Create or Update: Observe only observes). The AuthKey is
+// a file path by default, so the config Secret carries no credential, or
+// the key itself when the RelayConfig asks for Inline. With no auth key
+// Secret named and Tailscale API access configured, the provider mints one
+// into R-i-authkey. The key never reaches an error or a log.
 //
-// Once the replica's device exists (device, from its state) the config carries
-// no key at all: tailscaled logs in from its state, and a restarted pod must
-// not depend on a key Secret deleted after enrolment or a single-use key
-// already spent (the pod mounts the key Secret as optional).
-func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, device string) (string, error) {
-	if device != "" && !meta.WasDeleted(mg) {
-		return "", nil
+// Once the replica's device exists (its state holds a device ID) the
+// config carries no key at all: tailscaled logs in from its state, and a
+// restarted pod must not depend on a key Secret deleted after enrolment or
+// a single-use key already spent (the pod mounts the key Secret as
+// optional). A device that lost its login asks for a key again
+// (reissue_authkey), and gets one.
+func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state *corev1.Secret) (ref string, mint bool, err error) {
+	var reissue []byte
+	asked := false
+	if state != nil {
+		reissue, asked = state.Data[stateSecretReissueKey]
 	}
-	ref := mg.Spec.ForProvider.AuthKeySecretRef
-	if ref == nil {
-		if e.api == nil {
-			return "", nil // the user logs the device in some other way
-		}
-		return e.mintedKey(ctx, mg)
+	if loggedIn(state) != "" && !asked && !meta.WasDeleted(mg) {
+		setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyLoggedIn, "the device is logged in; the config carries no key")
+		return "", false, nil
 	}
+	r := mg.Spec.ForProvider.AuthKeySecretRef
+	switch {
+	case r == nil && e.api == nil:
+		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyUnavailable, "no auth key: spec.forProvider.authKeySecretRef (the PeerRelay's spec.authKeySecretRef) is not set, and the provider config has no Tailscale API access (spec.tailscale, an OAuth client) to mint one; the replica cannot log in")
+		return "", false, nil
+	case r == nil:
+		return e.mintedKeyRef(ctx, mg, reissue, asked)
+	}
+	ref, err = e.suppliedKey(ctx, mg, r)
+	if err != nil {
+		return "", false, err
+	}
+	if asked {
+		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyRejected, fmt.Sprintf("tailscaled could not log in with the key in Secret %s (expired, revoked, or single-use and spent): put a new key there; the pod picks it up when it restarts", r.Name))
+	} else {
+		setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "the key in Secret "+r.Name)
+	}
+	return ref, false, nil
+}
+
+// suppliedKey is the AuthKey for the key Secret the user named.
+func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, ref *v1alpha1.AuthKeyRef) (string, error) {
 	key := ref.Key
 	if key == "" {
 		key = "authkey"
@@ -65,6 +108,10 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, device
 		return "", fmt.Errorf("the auth key Secret %s has no key %q (spec.forProvider.authKeySecretRef.key)", ref.Name, key)
 	}
 	return string(bytes.TrimSpace(v)), nil
+}
+
+func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {
+	mg.SetConditions(xpv2.Condition{Type: ConditionAuthKey, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
 }
 
 // stateSecret returns the replica's state Secret, or nil when it is
@@ -127,57 +174,74 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 	return nil
 }
 
-// mintedKey makes sure Secret <name>-authkey holds a usable key and returns
-// the config's reference to it. authKey calls it only while the replica has
-// no device: once tailscaled has logged in, its state Secret carries the
-// device ID and the key is never needed (or re-sent) again. An unused key
-// that expired is replaced.
-func (e *external) mintedKey(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
-	name := mg.GetName() + v1alpha1.MintedAuthKeySuffix
-	ref := "file:" + path.Join(v1alpha1.DefaultAuthKeyMountPath, mg.GetName(), mintedKeyDataKey)
+// mintedKeyRef reads R-i-authkey and returns the config's reference to its
+// key, or mint when a new key is needed: there is none, it expired unused,
+// or containerboot asked for a new one in place of this one.
+func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, reissue []byte, asked bool) (string, bool, error) {
 	if meta.WasDeleted(mg) {
-		return ref, nil // never mint for a replica on its way out
+		return "", false, nil // never mint for a replica on its way out
 	}
 	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
-	switch {
-	case err == nil:
-		mg.Status.AtProvider.AuthKeyID = s.Annotations[annotationKeyID]
-		expires, _ := time.Parse(time.RFC3339, s.Annotations[annotationKeyExpires])
-		if time.Now().Before(expires) {
-			return ref, nil
-		}
-	case kerrors.IsNotFound(err):
-		s = nil
-	default:
-		return "", fmt.Errorf("cannot get minted auth key Secret %s: %w", name, err)
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName() + v1alpha1.MintedAuthKeySuffix}, s)
+	if kerrors.IsNotFound(err) {
+		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyMinting, "minting a key through the Tailscale API")
+		return "", true, nil
 	}
+	if err != nil {
+		return "", false, fmt.Errorf("cannot get minted auth key Secret %s: %w", s.Name, err)
+	}
+	id := s.Annotations[annotationKeyID]
+	mg.Status.AtProvider.AuthKeyID = id
+	ref := mintedKeyFile(mg, id)
+	expires, _ := time.Parse(time.RFC3339, s.Annotations[annotationKeyExpires])
+	switch {
+	case id == "" || len(s.Data[mintedDataKey(id)]) == 0 || !time.Now().Before(expires):
+		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyMinting, "the minted key expired unused: minting a new one")
+		return ref, true, nil
+	case asked && string(reissue) == ref:
+		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyRejected, "tailscaled could not log in with minted key "+id+": minting a new one")
+		return ref, true, nil
+	}
+	setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "minted key "+id)
+	return ref, false, nil
+}
 
+// mintedKeyFile is where the pod sees minted key id (the StatefulSet mounts
+// R-i-authkey at DefaultAuthKeyMountPath/R-i).
+func mintedKeyFile(mg *v1alpha1.RelayConfig, id string) string {
+	return "file:" + path.Join(v1alpha1.DefaultAuthKeyMountPath, mg.GetName(), mintedDataKey(id))
+}
+
+// mint writes a new key into R-i-authkey, replacing the one there, and
+// returns the config's reference to it.
+func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
+	name := mg.GetName() + v1alpha1.MintedAuthKeySuffix
 	id, key, expires, err := e.api.CreateAuthKey(ctx, mg.Spec.ForProvider.Tags, "peer relay "+mg.GetNamespace()+"/"+mg.GetName())
 	if err != nil {
 		return "", err
 	}
-	annotations := map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id}
-	data := map[string][]byte{mintedKeyDataKey: []byte(key)}
-	if s != nil {
-		s.Annotations, s.Data = annotations, data
-		if err := e.kube.Update(ctx, s); err != nil {
-			return "", fmt.Errorf("cannot update minted auth key Secret %s: %w", name, err)
-		}
-	} else {
-		s = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: mg.GetNamespace(), Annotations: annotations,
-				Labels: map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
-		if err := e.kube.Create(ctx, s); err != nil {
-			return "", fmt.Errorf("cannot create minted auth key Secret %s: %w", name, err)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: mg.GetNamespace(),
+			Annotations: map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id},
+			Labels:      map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{mintedDataKey(id): []byte(key)},
+	}
+	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
+	err = e.kube.Create(ctx, s)
+	if kerrors.IsAlreadyExists(err) {
+		old := &corev1.Secret{}
+		if err = e.kube.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, old); err == nil {
+			old.Annotations, old.Data = s.Annotations, s.Data
+			err = e.kube.Update(ctx, old)
 		}
 	}
+	if err != nil {
+		return "", fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
+	}
 	mg.Status.AtProvider.AuthKeyID = id
-	return ref, nil
+	setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "minted key "+id)
+	return mintedKeyFile(mg, id), nil
 }

@@ -39,6 +39,10 @@ const (
 	ReasonResolved        xpv2.ConditionReason = "Resolved"
 	ReasonResolveFailed   xpv2.ConditionReason = "ResolveFailed"
 	ReasonAwaitingAddress xpv2.ConditionReason = "AwaitingAddress"
+
+	ConditionDeviceCleanup xpv2.ConditionType   = "DeviceCleanup"
+	ReasonCleanupByAPI     xpv2.ConditionReason = "TailscaleAPI"
+	ReasonNoAPIAccess      xpv2.ConditionReason = "NoAPIAccess"
 )
 
 // external resolves and writes one RelayConfig's config Secret. A new one
@@ -51,8 +55,13 @@ type external struct {
 	controlURL string
 	api        tailnet.API // nil without Tailscale API access
 
+	// What Observe found for Create or Update to write: the config and its
+	// inputs, and whether the state Secret is missing or a key must be
+	// minted first.
+	relay        tsconfig.Relay
 	rendered     []byte
 	stateMissing bool
+	mintKey      bool
 }
 
 // Observe resolves the endpoints and compares the config Secret with what
@@ -102,16 +111,16 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	}
 	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
 	deviceID(mg, state) // recorded for Delete, even if the state goes later
-	authKey, err := e.authKey(ctx, mg, loggedIn(state))
+	e.cleanupCondition(mg)
+	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	b, hash, err := tsconfig.Render(tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey, ServerURL: e.controlURL})
-	if err != nil {
+	e.mintKey = mint
+	e.relay = tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey, ServerURL: e.controlURL}
+	if err := e.render(mg); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.rendered = b
-	mg.Status.AtProvider.ConfigHash = hash
 	if len(eps) > 0 {
 		mg.SetConditions(xpv2.Available())
 	} else {
@@ -119,20 +128,21 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	}
 
 	s := current
-	if s == nil || e.stateMissing {
+	if s != nil && !metav1.IsControlledBy(s, mg) {
+		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
+	}
+	if s == nil || e.stateMissing || e.mintKey {
 		// The config Secret's name is fixed and only we write it, so
 		// there is nothing to leak: a missing one is written by Update,
 		// which spares the two annotation writes Crossplane makes around
 		// Create. Every write to a RelayConfig is a watch event on its
 		// PeerRelay, and enough of them open Crossplane's watch circuit
 		// breaker. Once the RelayConfig is being deleted, a missing Secret
-		// means there is nothing left to delete.
+		// means there is nothing left to delete. A key to mint is minted
+		// by Update too.
 		return managed.ExternalObservation{ResourceExists: !meta.WasDeleted(mg), ResourceUpToDate: false}, nil
 	}
-	if !metav1.IsControlledBy(s, mg) {
-		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
-	}
-	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], b)
+	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], e.rendered)
 	if !upToDate {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
@@ -141,6 +151,36 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", resolveErr)
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// render renders e.relay into e.rendered and records its hash.
+func (e *external) render(mg *v1alpha1.RelayConfig) error {
+	b, hash, err := tsconfig.Render(e.relay)
+	if err != nil {
+		return err
+	}
+	e.rendered = b
+	mg.Status.AtProvider.ConfigHash = hash
+	return nil
+}
+
+// prepare makes what the config refers to before it is written: the state
+// Secret when it is missing, a minted key when one is needed.
+func (e *external) prepare(ctx context.Context, mg *v1alpha1.RelayConfig) error {
+	if e.stateMissing {
+		if err := e.createStateSecret(ctx, mg); err != nil {
+			return err
+		}
+	}
+	if !e.mintKey {
+		return nil
+	}
+	ref, err := e.mint(ctx, mg)
+	if err != nil {
+		return err
+	}
+	e.relay.AuthKey, e.mintKey = ref, false
+	return e.render(mg)
 }
 
 // configSecret returns the config Secret, or nil when there is none.
@@ -207,10 +247,8 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 // create writes the config Secret, owned by the RelayConfig so it goes with
 // it, and the state Secret when it is missing.
 func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
-	if e.stateMissing {
-		if err := e.createStateSecret(ctx, mg); err != nil {
-			return err
-		}
+	if err := e.prepare(ctx, mg); err != nil {
+		return err
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -230,11 +268,6 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
 // Update writes the config Secret, or rewrites its data; containerboot
 // reloads the file.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
-	if e.stateMissing {
-		if err := e.createStateSecret(ctx, mg); err != nil {
-			return managed.ExternalUpdate{}, err
-		}
-	}
 	s := &corev1.Secret{}
 	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
 	if kerrors.IsNotFound(err) {
@@ -243,11 +276,26 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 	if err != nil {
 		return managed.ExternalUpdate{}, fmt.Errorf("cannot get config Secret: %w", err)
 	}
+	if err := e.prepare(ctx, mg); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
 	if err := e.kube.Update(ctx, s); err != nil {
 		return managed.ExternalUpdate{}, fmt.Errorf("cannot update config Secret %s: %w", s.Name, err)
 	}
 	return managed.ExternalUpdate{}, nil
+}
+
+// cleanupCondition says whether the replica's device leaves the tailnet
+// with it: only Tailscale API access can remove it.
+func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
+	c := xpv2.Condition{Type: ConditionDeviceCleanup, Status: corev1.ConditionTrue, Reason: ReasonCleanupByAPI,
+		Message: "the device is removed from the tailnet when this replica goes", LastTransitionTime: metav1.Now()}
+	if e.api == nil {
+		c.Status, c.Reason = corev1.ConditionFalse, ReasonNoAPIAccess
+		c.Message = "the provider config has no Tailscale API access (spec.tailscale): the device stays in the tailnet when this replica is removed; remove it in the admin console"
+	}
+	mg.SetConditions(c)
 }
 
 // Delete removes the replica's tailnet device (with Tailscale API access),

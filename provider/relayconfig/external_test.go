@@ -181,7 +181,7 @@ func ownedSecret(rc *v1alpha1.RelayConfig, name string, data map[string][]byte) 
 
 // mintedKey is R-i-authkey as the provider writes it.
 func mintedKey(rc *v1alpha1.RelayConfig, id string, expires time.Time) *corev1.Secret {
-	s := ownedSecret(rc, "r-0-authkey", map[string][]byte{mintedKeyDataKey: []byte("tskey-auth-" + id)})
+	s := ownedSecret(rc, "r-0-authkey", map[string][]byte{mintedDataKey(id): []byte("tskey-auth-" + id)})
 	s.Annotations = map[string]string{annotationKeyID: id, annotationKeyExpires: expires.UTC().Format(time.RFC3339)}
 	return s
 }
@@ -210,7 +210,8 @@ func TestObserve(t *testing.T) {
 		authKey   string // the rendered config's AuthKey; "" for none
 		resolved  xpv2.ConditionReason
 		deviceID  string
-		minted    int
+		keyReason xpv2.ConditionReason
+		mint      bool // a key to mint before the config is written
 	}
 	rc := relayConfig()
 	state := ownedSecret(rc, "r-0", nil)
@@ -307,44 +308,54 @@ func TestObserve(t *testing.T) {
 			mg:     relayConfig(),
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), enrolled},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				resolved: ReasonResolved, deviceID: "dev-1"},
+				resolved: ReasonResolved, deviceID: "dev-1", keyReason: ReasonKeyLoggedIn},
 		},
 		"Mint": {
-			reason: "With no auth key Secret named and API access, a key is minted into R-i-authkey and the config points at its file.",
+			reason: "With no auth key Secret named and API access, Observe only notes that a key must be minted: Update mints it.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonResolved, minted: 1},
+				resolved: ReasonResolved, keyReason: ReasonKeyMinting, mint: true},
 		},
 		"MintedKeyReused": {
-			reason: "An unexpired minted key is used again, not minted anew.",
+			reason: "An unexpired minted key is used again, not minted anew; the config names its file.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonAwaitingAddress},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyAvailable},
 		},
 		"MintedKeyExpired": {
-			reason: "An expired, unused minted key is replaced.",
+			reason: "An expired, unused minted key is to be replaced.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(-time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey", resolved: ReasonAwaitingAddress, minted: 1},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyMinting, mint: true},
 		},
-		"MintFails": {
-			reason: "A failed mint fails Observe, and no key reaches the error.",
+		"ReissueMinted": {
+			reason: "A device that lost its login asks for a new key in place of the minted one it has: a new key is minted, so the config's AuthKey changes, which is what containerboot waits for.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
-			objs:   []client.Object{service(), state},
-			api:    &fakeAPI{err: errors.New("403 forbidden")},
-			want:   want{err: "403 forbidden"},
+			objs: []client.Object{service(), mintedKey(rc, "k7", time.Now().Add(time.Minute)),
+				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("file:/etc/tailscale/authkey/r-0/authkey-k7")})},
+			api: &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyRejected, mint: true},
+		},
+		"ReissueSupplied": {
+			reason: "A device that lost its login gets the supplied key back in its config, and the condition says the key was refused.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(),
+				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("")})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
+				authKey: fileKey, resolved: ReasonAwaitingAddress, keyReason: ReasonKeyRejected},
 		},
 		"NoKeyNoAPI": {
 			reason: "With no auth key Secret and no API access, the config carries no key: the user logs the device in another way.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
 			objs:   []client.Object{service(), state},
-			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: ReasonAwaitingAddress},
+			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: ReasonAwaitingAddress, keyReason: ReasonKeyUnavailable},
 		},
 		"Inline": {
 			reason: "An Inline key is read from its Secret into the config.",
@@ -416,8 +427,16 @@ func TestObserve(t *testing.T) {
 			if got := tc.mg.Status.AtProvider.DeviceID; got != tc.want.deviceID {
 				t.Errorf("%s\ndevice ID: %q, want %q", tc.reason, got, tc.want.deviceID)
 			}
-			if tc.api != nil && tc.api.minted != tc.want.minted {
-				t.Errorf("%s\nminted %d keys, want %d", tc.reason, tc.api.minted, tc.want.minted)
+			if e.mintKey != tc.want.mint {
+				t.Errorf("%s\nkey to mint: %v, want %v", tc.reason, e.mintKey, tc.want.mint)
+			}
+			if tc.api != nil && tc.api.minted != 0 {
+				t.Errorf("%s\nObserve minted %d keys: Observe must only observe", tc.reason, tc.api.minted)
+			}
+			if tc.want.keyReason != "" {
+				if got := tc.mg.GetCondition(ConditionAuthKey).Reason; got != tc.want.keyReason {
+					t.Errorf("%s\n%s reason %q, want %q", tc.reason, ConditionAuthKey, got, tc.want.keyReason)
+				}
 			}
 		})
 	}
@@ -446,6 +465,8 @@ func TestWrites(t *testing.T) {
 		reason       string
 		objs         []client.Object
 		stateMissing bool
+		mintKey      bool
+		wantConfig   string // the written config's AuthKey, when the test checks it
 		api          *fakeAPI
 		deviceID     string
 		fail         map[string]error
@@ -470,6 +491,30 @@ func TestWrites(t *testing.T) {
 			reason:     "Create writes the config Secret.",
 			call:       create,
 			wantWrites: []string{"create Secret/r-0-config"},
+		},
+		"UpdateMints": {
+			reason:     "Update mints the key Observe found missing, then writes a config naming its file.",
+			mintKey:    true,
+			api:        &fakeAPI{},
+			call:       update,
+			wantWrites: []string{"create Secret/r-0-authkey", "create Secret/r-0-config"},
+			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
+		},
+		"UpdateMintReplaces": {
+			reason:     "A new key replaces the old one in R-i-authkey.",
+			objs:       []client.Object{config, mintedKey(rc, "k7", time.Now())},
+			mintKey:    true,
+			api:        &fakeAPI{},
+			call:       update,
+			wantWrites: []string{"update Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
+		},
+		"MintFails": {
+			reason:  "A failed mint writes nothing, and no key reaches the error.",
+			mintKey: true,
+			api:     &fakeAPI{err: errors.New("403 forbidden")},
+			call:    update,
+			wantErr: "403 forbidden",
 		},
 		"CreateFails": {
 			reason:  "A refused create is an error naming the Secret.",
@@ -513,7 +558,7 @@ func TestWrites(t *testing.T) {
 				c.fail[k] = v
 			}
 			kube := c.client()
-			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing}
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey}
 			if tc.api != nil {
 				e.api = tc.api
 			}
@@ -533,6 +578,13 @@ func TestWrites(t *testing.T) {
 				if diff := cmp.Diff(tc.wantDeleted, tc.api.deleted, cmpEmpty); diff != "" {
 					t.Errorf("%s\ndevices deleted (-want +got):\n%s", tc.reason, diff)
 				}
+			}
+			if tc.wantConfig != "" {
+				var cfg ipn.ConfigVAlpha
+				if err := json.Unmarshal(c.objs["Secret/r-0-config"].(*corev1.Secret).Data[tsconfig.FileName], &cfg); err != nil || ptrOr(cfg.AuthKey) != tc.wantConfig {
+					t.Errorf("%s\nwritten config's AuthKey: %v (%v), want %q", tc.reason, ptrOr(cfg.AuthKey), err, tc.wantConfig)
+				}
+				return
 			}
 			if s, ok := c.objs["Secret/r-0-config"].(*corev1.Secret); ok && tc.wantErr == "" && len(tc.wantWrites) > 0 && !strings.HasPrefix(tc.wantWrites[len(tc.wantWrites)-1], "delete") {
 				if string(s.Data[tsconfig.FileName]) != "new" || !metav1.IsControlledBy(s, mg) {

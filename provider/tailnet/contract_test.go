@@ -47,7 +47,7 @@ func TestContractCreateKeyAndDeleteDevice(t *testing.T) {
 			"capabilities": map[string]any{"devices": map[string]any{"create": map[string]any{
 				"reusable": false, "ephemeral": false, "preauthorized": true, "tags": []any{"tag:relay"},
 			}}},
-			"expirySeconds": float64(3600),
+			"expirySeconds": float64(86400),
 			"description":   "peer relay team-a/my-relay-0",
 		}},
 		{Method: "DELETE", Path: "/api/v2/device/n123", Auth: "Bearer tok-123"},

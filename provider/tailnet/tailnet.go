@@ -15,10 +15,14 @@ import (
 // DefaultBaseURL is Tailscale's API.
 const DefaultBaseURL = "https://api.tailscale.com"
 
-// KeyExpiry is how long a minted key is valid: long enough for a pod to be
-// scheduled and pull its image, short enough that an unused key is soon
-// worthless.
-const KeyExpiry = time.Hour
+// KeyExpiry is how long a minted key is valid. A key waits for its pod:
+// for the node to be scaled up, the image to be pulled, a quota or a
+// priority to let the pod in. An hour was too short for a cluster
+// autoscaler on a bad day; a day covers a start that is hours late. The
+// key is single-use, pre-authorised and tagged, is replaced when it expires
+// unused, and is replaced at once when tailscaled reports it refused, so
+// a longer life buys nothing but exposure.
+const KeyExpiry = 24 * time.Hour
 
 // API is what the provider needs from the Tailscale API.
 type API interface {

@@ -173,6 +173,22 @@ func TestRenderExamples(t *testing.T) {
 				applied++
 			}
 		}
+		// The schema defaults nothing the function's Input may default:
+		// a PeerRelay without port, tags or zonePlacement reaches the
+		// function without them.
+		minimal := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "peerrelay.io/v1alpha1", "kind": "PeerRelay",
+			"metadata": map[string]any{"name": "minimal", "namespace": "team-a"},
+			"spec":     map[string]any{"replicas": int64(1), "aws": map[string]any{"elasticIPs": []any{map[string]any{"subnetID": "subnet-0a", "allocationID": "eipalloc-0a"}}}},
+		}}
+		if err := c.Create(ctx, minimal, client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range [][]string{{"spec", "port"}, {"spec", "tags"}, {"spec", "aws", "zonePlacement"}} {
+			if v, ok, _ := unstructured.NestedFieldNoCopy(minimal.Object, f...); ok {
+				t.Errorf("the PeerRelay schema defaults %s to %v: the function Input's default would never apply", strings.Join(f, "."), v)
+			}
+		}
 		if applied < 30 {
 			t.Errorf("dry-run applied only %d objects; the renders should hold more", applied)
 		}

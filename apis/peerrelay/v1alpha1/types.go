@@ -58,10 +58,11 @@ type PeerRelaySpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Tags the relay devices join the tailnet with. Your ACL grants
-	// tailscale.com/cap/relay to these tags.
+	// tailscale.com/cap/relay to these tags. Default: the function Input's
+	// tags, else tag:k8s. A key from authKeySecretRef carries its own tags,
+	// which win (the PeerRelay gets a warning when both are set).
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=set
-	// +kubebuilder:default={"tag:k8s"}
 	// +optional
 	Tags []Tag `json:"tags,omitempty"`
 
@@ -71,10 +72,10 @@ type PeerRelaySpec struct {
 	// +optional
 	HostnamePrefix string `json:"hostnamePrefix,omitempty"`
 
-	// Port is the UDP port the relay listens and is advertised on.
+	// Port is the UDP port the relay listens and is advertised on. Default:
+	// the function Input's port, else 41641.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
-	// +kubebuilder:default=41641
 	// +optional
 	Port *int32 `json:"port,omitempty"`
 
@@ -220,8 +221,10 @@ type AWSSpec struct {
 	// +optional
 	LoadBalancer LoadBalancerMode `json:"loadBalancer,omitempty"`
 
-	// ZonePlacement: Any (default) or PerReplica.
-	// +kubebuilder:default=Any
+	// ZonePlacement: Any or PerReplica. Default: PerReplica when replicas
+	// are pinned to subnets (elasticIPs or subnets), because a pinned subnet
+	// enables only its own zone on the replica's NLB and an NLB forwards
+	// only to targets in its enabled zones; Any otherwise.
 	// +optional
 	ZonePlacement ZonePlacement `json:"zonePlacement,omitempty"`
 
