@@ -59,6 +59,8 @@ var cases = []renderCase{
 		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/pods-aws-managed.yaml"}},
 	{"aws-managed-legacy", "AWS Managed NLBs for a legacy XPeerRelay", "examples/render/xr-legacy-aws.yaml", compositionLegacy,
 		[]string{"--observed-resources", "examples/render/observed-aws-legacy.yaml"}},
+	{"minimal-nokey", "the operator guide's minimal PeerRelay, and a provider that cannot mint", "examples/render/xr-minimal.yaml", compositionV2,
+		[]string{"--observed-resources", "examples/render/observed-nokey.yaml"}},
 	{"two-steps", "a pipeline with a step before ours", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
 }
 

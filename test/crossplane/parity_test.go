@@ -1,0 +1,44 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+// minimalNoKey: the Tailscale operator guide's minimal PeerRelay, with only
+// the apiVersion changed, under the provider config the packages ship
+// (no Tailscale API access): nothing can log its device in, and the
+// PeerRelay says exactly that, and that its device would stay in the
+// tailnet.
+func (s *system) minimalNoKey(ctx context.Context, t *testing.T) {
+	const ns, name = "team-min", "minimal"
+	if out, err := s.Kubectl(t, "create", "namespace", ns); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pr := fmt.Sprintf("apiVersion: %s\nkind: PeerRelay\nmetadata: {name: %s, namespace: %s}\nspec:\n  replicas: 1\n", v2API, name, ns)
+	if out, err := s.KubectlIn(t, []byte(pr), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	harness.Eventually(t, 90*time.Second, "PeerRelayReady says no key can be had", func(context.Context) error {
+		u, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+		if err != nil {
+			return err
+		}
+		st, msg := condition(u, "PeerRelayReady")
+		if st != "False" || !strings.HasPrefix(msg, "NoAuthKey: ") || !strings.Contains(msg, "authKeySecretRef") || !strings.Contains(msg, "spec.tailscale") {
+			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
+		}
+		if st, msg := condition(u, "DeviceCleanup"); st != "False" || !strings.HasPrefix(msg, "NoAPIAccess: ") {
+			return fmt.Errorf("DeviceCleanup %q %q", st, msg)
+		}
+		return nil
+	})
+	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=120s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
