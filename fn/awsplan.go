@@ -3,6 +3,7 @@ package fn
 import (
 	"cmp"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"strconv"
 	"strings"
 
@@ -199,6 +200,11 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 		if check != nil && check.SubnetID == sub {
 			rp.Zone = cmp.Or(rp.Zone, check.Zone)
 			rp.VPCID = cmp.Or(rp.VPCID, check.VPCID)
+		}
+		if rp.Zone == "" {
+			// Pods pinned to a zone by the ProxyClass or spec.pod, as the
+			// Tailscale operator's guide pins them.
+			rp.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
 		}
 		if rp.Zone == "" && r.perReplicaZones() {
 			// Its pods wait for the zone: started anywhere, they would

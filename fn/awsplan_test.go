@@ -99,11 +99,18 @@ aws:
 				msg: "replica 0 waits for the provider to check subnet-0a and eipalloc-0a1 against AWS",
 			},
 		},
+		"ZoneFromNodeSelector": {
+			reason: "Pods pinned to a zone by spec.pod (or a ProxyClass, as the operator's guide does) run there: the zone is known without the provider.",
+			spec:   allocate + "\npod: {nodeSelector: {topology.kubernetes.io/zone: eu-west-1a}}",
+			want: want{
+				has: []string{"statefulset-0", "statefulset-1"},
+			},
+		},
 		"NoAWSCredentials": {
 			reason: "Without AWS credentials the provider cannot check the placement (it is used unchecked) nor learn the zone, so the pods wait: the status says so, and what to do.",
 			spec:   allocate,
 			observed: map[string]*fnv1.Resource{
-				"eip-0": observedEIP(t, "eipalloc-0a1"),
+				"eip-0":         observedEIP(t, "eipalloc-0a1"),
 				"relayconfig-0": {Resource: mustStruct(t, "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider:\n    aws: {checked: false, subnetID: subnet-0a, allocationID: eipalloc-0a1, message: \"not checked: the provider config has no AWS credentials (spec.aws.source)\"}")},
 			},
 			want: want{

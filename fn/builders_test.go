@@ -395,6 +395,23 @@ func TestRelayConfig(t *testing.T) {
 				return want(p)
 			}(),
 		},
+		"Tailnet": {
+			reason: "spec.tailnet names the ClusterProviderConfig whose Tailscale API access the replica uses.",
+			r: func() *relay {
+				r, err := defaults(inputs{Name: "my-relay", Namespace: "team-a"}, v1alpha1.PeerRelaySpec{
+					Replicas: ptr.To[int32](2), AuthKeySecretRef: &v1alpha1.SecretKeyRef{Name: "ts-auth"}, Tailnet: "tailnet-b",
+				}, &fnv1alpha1.Input{ProviderConfigName: "other"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}(),
+			want: func() *relayv1alpha1.RelayConfig {
+				rc := want(base)
+				rc.Spec.ProviderConfigReference.Name = "tailnet-b"
+				return rc
+			}(),
+		},
 		"Managed": {
 			reason: "With a composed load balancer there is no Service to follow: the provider finds the load balancer by name and asks AWS.",
 			r: testRelay(t, func(r *relay) {

@@ -72,5 +72,9 @@ func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*re
 	if in.ProviderConfigName != "" {
 		r.ProviderConfig.Name = in.ProviderConfigName
 	}
+	if spec.Tailnet != "" {
+		// A tailnet is a ClusterProviderConfig's Tailscale API access.
+		r.ProviderConfig = providerConfigRef{Kind: relayv1alpha1.ClusterProviderConfigKind, Name: spec.Tailnet}
+	}
 	return r, nil
 }

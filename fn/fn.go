@@ -173,12 +173,12 @@ func newRelay(in inputs) (*relay, error) {
 		return nil, err
 	}
 	r.ProxyClassProblem, r.proxyClassCRD = pc.problem, pc.crd
-	if r.AWS, err = planAWS(r, fin, in.AWS); err != nil {
-		return nil, err
-	}
 	r.Pod = layerPod(pc.pc, spec.Pod)
 	if r.Pod.Image != "" {
 		r.Image = r.Pod.Image
+	}
+	if r.AWS, err = planAWS(r, fin, in.AWS); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -27,6 +27,8 @@ const (
 	// way to mint one, or a key tailscaled refused.
 	reasonNoAuthKey       = "NoAuthKey"
 	reasonAuthKeyRejected = "AuthKeyRejected"
+	// spec.tailnet names no ClusterProviderConfig the provider can use.
+	reasonTailnetUnavailable = "TailnetUnavailable"
 	// DeviceCleanup, from the RelayConfigs: whether devices leave the
 	// tailnet with their replicas.
 	conditionDeviceCleanup   = "DeviceCleanup"
@@ -50,6 +52,9 @@ type replicaObservation struct {
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
 	// DeviceCleanup condition.
 	key, cleanup xpv2.Condition
+	// synced is the RelayConfig's Synced condition: the provider cannot
+	// connect when its provider config is missing.
+	synced xpv2.Condition
 }
 
 // enrolled tells whether every replica's device exists: its RelayConfig
@@ -86,6 +91,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	if rc, ok := o.get(relayConfigKey(i)); ok {
 		ro.configReady = isTrue(rc, managedReadyConditionTyp)
 		ro.key, ro.cleanup = rc.GetCondition(rcConditionAuthKey), rc.GetCondition(rcConditionCleanup)
+		ro.synced = rc.GetCondition(xpv2.TypeSynced)
 		source, _ := rc.GetString("status.atProvider.source")
 		ro.lbAddress = ro.serviceReady || (source != "" && source != relayv1alpha1.SourceStatic)
 		// The provider's list is what the replica actually advertises
@@ -153,6 +159,8 @@ func summarise(r *relay, o observedState) summary {
 		// Nothing changes for these replicas until the spec is fixed.
 		s.reason = reasonAWSConfigInvalid
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
+	case r.Spec.Tailnet != "" && s.tailnetProblem(r) != "":
+		s.reason, s.msg = reasonTailnetUnavailable, s.tailnetProblem(r)
 	case o.authKey != "" && !o.enrolled(r):
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case s.keyProblem() != "":
@@ -231,4 +239,15 @@ func (s summary) cleanup() (cleanupSummary, bool) {
 		return cleanupSummary{}, false
 	}
 	return cleanupSummary{ok: true, reason: "TailscaleAPI", msg: "each replica's device is removed from the tailnet when the replica goes"}, true
+}
+
+// tailnetProblem says why the provider cannot use the ClusterProviderConfig
+// spec.tailnet names, from the RelayConfigs' Synced condition, or "".
+func (s summary) tailnetProblem(r *relay) string {
+	for _, ro := range s.replicas {
+		if ro.synced.Status == corev1.ConditionFalse && strings.Contains(ro.synced.Message, "ClusterProviderConfig "+r.Spec.Tailnet+" ") {
+			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, ro.synced.Message, r.Spec.Tailnet)
+		}
+	}
+	return ""
 }

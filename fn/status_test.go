@@ -252,6 +252,7 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 	)
 	cases := map[string]struct {
 		reason      string
+		tailnet     string
 		observed    map[string]string
 		wantReason  string
 		wantMsg     string
@@ -269,6 +270,13 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			wantReason:  reasonReady,
 			wantCleanup: "STATUS_CONDITION_TRUE",
 		},
+		"TailnetUnavailable": {
+			reason:     "A spec.tailnet naming no ClusterProviderConfig is TailnetUnavailable, naming it.",
+			tailnet:    "tailnet-b",
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: Synced, status: "False", reason: ReconcileError, message: "connect failed: cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
+			wantReason: reasonTailnetUnavailable,
+			wantMsg:    `spec.tailnet "tailnet-b": connect failed: cannot get ClusterProviderConfig tailnet-b`,
+		},
 		"NoAuthKey": {
 			reason:      "A replica with no key and no way to mint one says so on the PeerRelay, and that its device would stay in the tailnet.",
 			observed:    map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", noKey, noCleanup), "statefulset-0": pod},
@@ -283,7 +291,11 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			for k, y := range tc.observed {
 				obs[k] = observedRes(t, y)
 			}
-			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 1"), Resources: obs}})
+			spec := "replicas: 1"
+			if tc.tailnet != "" {
+				spec += "\ntailnet: " + tc.tailnet
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec), Resources: obs}})
 			got := map[string]*fnv1.Condition{}
 			for _, c := range rsp.GetConditions() {
 				got[c.GetType()] = c

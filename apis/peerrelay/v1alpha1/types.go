@@ -66,6 +66,16 @@ type PeerRelaySpec struct {
 	// +optional
 	Tags []Tag `json:"tags,omitempty"`
 
+	// Tailnet names the ClusterProviderConfig whose Tailscale API access
+	// (spec.tailscale) the replicas use: which tailnet keys are minted in and
+	// devices removed from. Blank: the function Input's provider config
+	// (ClusterProviderConfig "default" unless set). Immutable, as in the
+	// Tailscale operator, whose Tailnet resource it stands for.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tailnet is immutable"
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Tailnet string `json:"tailnet,omitempty"`
+
 	// HostnamePrefix names the devices <prefix>-<index>; default the
 	// PeerRelay's name.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9-]{0,61}$`

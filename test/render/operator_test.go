@@ -1,0 +1,108 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/fn"
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+// TestOperatorManifests: moving from the Tailscale operator is a change of
+// apiVersion only. Every PeerRelay in examples/operator (the operator
+// guide's manifests, and every field of its API reference) is accepted by
+// the API server against our schema, CEL rules included, and composed by
+// the function without a Fatal result; what does not apply is a Warning.
+func TestOperatorManifests(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "examples/operator/*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("examples/operator holds %d manifests (%v)", len(files), err)
+	}
+	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"))
+	c, err := client.New(api.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := &fn.Function{Log: logging.NewNopLogger()}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var proxyClasses []*fnv1.Resource
+			docs := splitYAML(t, b)
+			for _, obj := range docs {
+				if obj.GetKind() == "ProxyClass" {
+					s, err := structpb.NewStruct(obj.Object)
+					if err != nil {
+						t.Fatal(err)
+					}
+					proxyClasses = append(proxyClasses, &fnv1.Resource{Resource: s})
+				}
+			}
+			for _, obj := range docs {
+				if obj.GetKind() != "PeerRelay" {
+					continue
+				}
+				if obj.GetAPIVersion() != "peerrelay.io/v1alpha1" {
+					t.Fatalf("%s: apiVersion %s", obj.GetName(), obj.GetAPIVersion())
+				}
+				obj.SetNamespace("team-a")
+				if err := c.Create(ctx, obj.DeepCopy(), client.DryRunAll); err != nil {
+					t.Errorf("the API server refuses the operator's manifest: %v", err)
+				}
+				xr, err := structpb.NewStruct(obj.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// As Crossplane asks: the ProxyClass CRD exists, and the
+				// ProxyClass is there when the manifest brings one.
+				required := map[string]*fnv1.Resources{
+					"proxyclass-crd": {Items: []*fnv1.Resource{{Resource: &structpb.Struct{}}}},
+					"proxyclass":     {Items: proxyClasses},
+				}
+				rsp, err := f.RunFunction(ctx, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}}, RequiredResources: required})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rsp.GetResults() {
+					if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+						t.Errorf("the function refuses the operator's manifest: %s", r.GetMessage())
+					}
+				}
+				if n := len(rsp.GetDesired().GetResources()); n < 3 {
+					t.Errorf("composed %d resources", n)
+				}
+				if strings.Contains(file, "elastic-ips") {
+					// The ProxyClass pins the pods to the subnets' zone: every
+					// replica runs, in that zone.
+					for i := range 3 {
+						sts := rsp.GetDesired().GetResources()["statefulset-"+string(rune('0'+i))]
+						if sts == nil || !strings.Contains(sts.GetResource().String(), "us-east-1a") {
+							t.Errorf("replica %d: not composed in us-east-1a: %v", i, sts)
+						}
+					}
+				}
+			}
+		})
+	}
+}
