@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -244,6 +245,29 @@ func TestReplicaStatefulSet(t *testing.T) {
 						{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge"}},
 						{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"eu-west-1b"}},
 					}}}}}}
+				return s
+			}(),
+		},
+		"ProxyClass": {
+			reason: "Every field the Tailscale operator applies from a ProxyClass: StatefulSet labels and annotations (ours win on our labels), node name, DNS policy and config, image pull policy, extra env, on top of the pod fields.",
+			r: testRelay(t, func(r *relay) {
+				pc := &proxyClass{}
+				if err := json.Unmarshal([]byte(`{"spec":{"statefulSet":{
+					"labels":{"team":"net","app.kubernetes.io/name":"not-ours"},"annotations":{"a":"b"},
+					"pod":{"nodeName":"node-7","dnsPolicy":"None","dnsConfig":{"nameservers":["10.0.0.10"]},
+					       "tailscaleContainer":{"imagePullPolicy":"Always","env":[{"name":"TS_DEBUG_FIREWALL_MODE","value":"auto"}]}}}}}`), pc); err != nil {
+					t.Fatal(err)
+				}
+				r.Pod = layerPod(pc, nil)
+			}),
+			want: func() *appsv1.StatefulSet {
+				s := want()
+				s.Labels["team"] = "net"
+				s.Annotations = map[string]string{"a": "b"}
+				p := &s.Spec.Template.Spec
+				p.NodeName, p.DNSPolicy, p.DNSConfig = "node-7", corev1.DNSNone, &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}}
+				p.Containers[0].ImagePullPolicy = corev1.PullAlways
+				p.Containers[0].Env = append(p.Containers[0].Env, corev1.EnvVar{Name: "TS_DEBUG_FIREWALL_MODE", Value: "auto"})
 				return s
 			}(),
 		},

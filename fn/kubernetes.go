@@ -227,9 +227,20 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	if pod.SecurityContext != nil {
 		spec.Containers[0].SecurityContext = pod.SecurityContext
 	}
+	// The rest of what the Tailscale operator applies from a ProxyClass.
+	spec.NodeName, spec.DNSPolicy, spec.DNSConfig = pod.NodeName, pod.DNSPolicy, pod.DNSConfig
+	spec.Containers[0].ImagePullPolicy = pod.ImagePullPolicy
+	spec.Containers[0].Env = append(spec.Containers[0].Env, pod.Env...)
+	m := meta(r, name, commonLabels(r))
+	if len(pod.StatefulSetLabels) > 0 {
+		labels := maps.Clone(pod.StatefulSetLabels)
+		maps.Copy(labels, m.Labels) // ours win: Crossplane and the selector depend on them
+		m.Labels = labels
+	}
+	m.Annotations = maps.Clone(pod.StatefulSetAnnotations)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: meta(r, name, commonLabels(r)),
+		ObjectMeta: m,
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            &replicas,
 			ServiceName:         name,

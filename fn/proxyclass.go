@@ -28,7 +28,9 @@ const (
 type proxyClass struct {
 	Spec struct {
 		StatefulSet *struct {
-			Pod *struct {
+			Labels      map[string]string `json:"labels,omitempty"`
+			Annotations map[string]string `json:"annotations,omitempty"`
+			Pod         *struct {
 				Labels                    map[string]string                 `json:"labels,omitempty"`
 				Annotations               map[string]string                 `json:"annotations,omitempty"`
 				Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
@@ -38,10 +40,18 @@ type proxyClass struct {
 				Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
 				TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 				PriorityClassName         string                            `json:"priorityClassName,omitempty"`
+				NodeName                  string                            `json:"nodeName,omitempty"`
+				DNSPolicy                 *corev1.DNSPolicy                 `json:"dnsPolicy,omitempty"`
+				DNSConfig                 *corev1.PodDNSConfig              `json:"dnsConfig,omitempty"`
 				TailscaleContainer        *struct {
 					Image           string                      `json:"image,omitempty"`
+					ImagePullPolicy corev1.PullPolicy           `json:"imagePullPolicy,omitempty"`
 					Resources       corev1.ResourceRequirements `json:"resources,omitempty"`
 					SecurityContext *corev1.SecurityContext     `json:"securityContext,omitempty"`
+					Env             []struct {
+						Name  string `json:"name"`
+						Value string `json:"value,omitempty"`
+					} `json:"env,omitempty"`
 				} `json:"tailscaleContainer,omitempty"`
 			} `json:"pod,omitempty"`
 		} `json:"statefulSet,omitempty"`
@@ -52,9 +62,16 @@ type proxyClass struct {
 // PeerRelay's spec.pod are layered: spec.pod wins field by field.
 type podSettings struct {
 	v1alpha1.PodSpec
-	PodSecurityContext        *corev1.PodSecurityContext
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint
-	PriorityClassName         string
+	// From the ProxyClass only, as the Tailscale operator applies them.
+	StatefulSetLabels, StatefulSetAnnotations map[string]string
+	PodSecurityContext                        *corev1.PodSecurityContext
+	TopologySpreadConstraints                 []corev1.TopologySpreadConstraint
+	PriorityClassName                         string
+	NodeName                                  string
+	DNSPolicy                                 corev1.DNSPolicy
+	DNSConfig                                 *corev1.PodDNSConfig
+	ImagePullPolicy                           corev1.PullPolicy
+	Env                                       []corev1.EnvVar
 }
 
 // requireProxyClass asks Crossplane for the ProxyClass CRD, and once it is
@@ -110,16 +127,26 @@ func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
 // layerPod applies the ProxyClass, then spec.pod on top.
 func layerPod(pc *proxyClass, spec *v1alpha1.PodSpec) podSettings {
 	var s podSettings
+	if pc != nil && pc.Spec.StatefulSet != nil {
+		s.StatefulSetLabels, s.StatefulSetAnnotations = pc.Spec.StatefulSet.Labels, pc.Spec.StatefulSet.Annotations
+	}
 	if pc != nil && pc.Spec.StatefulSet != nil && pc.Spec.StatefulSet.Pod != nil {
 		p := pc.Spec.StatefulSet.Pod
 		s.Labels, s.Annotations = maps.Clone(p.Labels), maps.Clone(p.Annotations)
 		s.Affinity, s.NodeSelector, s.Tolerations, s.ImagePullSecrets = p.Affinity, p.NodeSelector, p.Tolerations, p.ImagePullSecrets
 		s.PodSecurityContext, s.TopologySpreadConstraints, s.PriorityClassName = p.SecurityContext, p.TopologySpreadConstraints, p.PriorityClassName
+		s.NodeName, s.DNSConfig = p.NodeName, p.DNSConfig
+		if p.DNSPolicy != nil {
+			s.DNSPolicy = *p.DNSPolicy
+		}
 		if c := p.TailscaleContainer; c != nil {
-			s.Image, s.SecurityContext = c.Image, c.SecurityContext
+			s.Image, s.SecurityContext, s.ImagePullPolicy = c.Image, c.SecurityContext, c.ImagePullPolicy
 			if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
 				res := c.Resources
 				s.Resources = &res
+			}
+			for _, e := range c.Env {
+				s.Env = append(s.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 			}
 		}
 	}
