@@ -512,3 +512,21 @@ func TestServiceReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestImageTooOld(t *testing.T) {
+	for image, old := range map[string]bool{
+		"tailscale/tailscale:v1.102.5":                        false,
+		"tailscale/tailscale:v1.110.0":                        false,
+		"tailscale/tailscale:v1.98.2":                         true,
+		"ghcr.io/tailscale/tailscale:v1.90.0@sha256:0123abcd": true,
+		"registry.example:5000/tailscale:v1.80.1":             true,
+		"registry.example:5000/tailscale":                     false, // no tag: cannot judge
+		"tailscale/tailscale:latest":                          false,
+		"tailscale/tailscale:unstable-v1.99.1":                false,
+		"example/other-relay:v1.0.0":                          false,
+	} {
+		if got := imageTooOld(image) != ""; got != old {
+			t.Errorf("imageTooOld(%q) = %v, want %v", image, got, old)
+		}
+	}
+}

@@ -185,6 +185,9 @@ func newRelay(in inputs) (*relay, error) {
 	if r.Pod.Image != "" {
 		r.Image = r.Pod.Image
 	}
+	if msg := imageTooOld(r.Image); msg != "" {
+		return nil, specError{err: errors.New(msg)}
+	}
 	if r.AWS, err = planAWS(r, fin, in.AWS); err != nil {
 		return nil, err
 	}

@@ -3,12 +3,14 @@ package fn
 import (
 	"fmt"
 	"net/netip"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -186,4 +188,29 @@ func validateSubnets(path *field.Path, a *v1alpha1.AWSSpec) (errs field.ErrorLis
 		seen[sn] = i
 	}
 	return errs
+}
+
+// minImageVersion is the oldest tailscale image whose tailscaled reads the
+// relay's config file: RelayServerPort and RelayServerStaticEndpoints came
+// to the config file with capability version 142 (v1.102). containerboot
+// reads the newest cap-<N>.hujson not newer than its own; an older one
+// would find none, or refuse the unknown fields, and exit.
+var minImageVersion = version.MustParseGeneric("1.102.0")
+
+// imageTooOld says why image cannot run a relay, or "": only a tailscale
+// image whose tag is a version can be judged.
+func imageTooOld(image string) string {
+	ref, _, _ := strings.Cut(image, "@")
+	repo, tag := ref, ""
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		repo, tag = ref[:i], ref[i+1:]
+	}
+	if path.Base(repo) != "tailscale" || tag == "" {
+		return ""
+	}
+	v, err := version.ParseGeneric(tag)
+	if err != nil || !v.LessThan(minImageVersion) {
+		return ""
+	}
+	return fmt.Sprintf("image %s is too old: a peer relay's config file needs tailscale v%s or later (set spec.pod.image, the ProxyClass's tailscaleContainer.image, or the function Input's image)", image, minImageVersion)
 }
