@@ -17,9 +17,16 @@ import (
 	"github.com/peerrelay/peerrelay/provider/resolve"
 )
 
-// FileName is the config Secret key containerboot looks for: the file for
-// the capability version of the tailscaled this module pins.
-var FileName = fmt.Sprintf("cap-%d.hujson", tailcfg.CurrentCapabilityVersion)
+// MinCapabilityVersion is the first capability version (tailscale v1.102)
+// whose tailscaled reads RelayServerPort and RelayServerStaticEndpoints
+// from its config file, which rejects fields it does not know.
+const MinCapabilityVersion tailcfg.CapabilityVersion = 142
+
+// FileName is the config Secret key: containerboot reads the newest
+// cap-<N>.hujson not newer than its own capability version, so a file named
+// for the oldest version that understands it is read by every image from
+// v1.102 on, including images newer than the tailscale.com this module pins.
+var FileName = fmt.Sprintf("cap-%d.hujson", MinCapabilityVersion)
 
 // Relay is what one replica's config says.
 type Relay struct {

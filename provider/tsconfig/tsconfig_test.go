@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"strings"
+	"tailscale.com/tailcfg"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,3 +75,15 @@ func TestRender(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestFileNameIsReadable: the config file's capability version is one the
+// pinned tailscaled reads (the newest file not newer than its own), so the
+// tailscale.com this module pins understands every field we write.
+func TestFileNameIsReadable(t *testing.T) {
+	if tailcfg.CurrentCapabilityVersion < MinCapabilityVersion {
+		t.Fatalf("cap-%d.hujson is newer than the pinned tailscaled (%d): it would find no config", MinCapabilityVersion, tailcfg.CurrentCapabilityVersion)
+	}
+	if FileName != "cap-142.hujson" {
+		t.Errorf("FileName %q", FileName)
+	}
+}
