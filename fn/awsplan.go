@@ -3,12 +3,12 @@ package fn
 import (
 	"cmp"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strconv"
 	"strings"
 
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
+	corev1 "k8s.io/api/core/v1"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"

@@ -1,7 +1,6 @@
 package fn
 
 import (
-	"k8s.io/utils/ptr"
 	"maps"
 	"path"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )

@@ -2,7 +2,6 @@ package fn
 
 import (
 	"context"
-	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/testing/protocmp"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 

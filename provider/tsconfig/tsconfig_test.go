@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"net/netip"
 	"strings"
-	"tailscale.com/tailcfg"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"tailscale.com/ipn"
 	"tailscale.com/ipn/conffile"
+	"tailscale.com/tailcfg"
 )
 
 func TestRender(t *testing.T) {
