@@ -397,6 +397,24 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 		}
 		return nil
 	})
+	// A ProxyClass change, with nothing touched, reaches the StatefulSet
+	// within seconds: a PeerRelay with a ProxyClass is called every 10 s.
+	pc = "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    labels: {team: net}\n    pod:\n      nodeSelector: {node-role: edge-2}\n"
+	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	changed := time.Now()
+	harness.Eventually(t, 30*time.Second, "the changed ProxyClass on the StatefulSet, untouched", func(context.Context) error {
+		sts := &appsv1.StatefulSet{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, sts); err != nil {
+			return err
+		}
+		if sts.Spec.Template.Spec.NodeSelector["node-role"] != "edge-2" || sts.Labels["team"] != "net" {
+			return fmt.Errorf("nodeSelector %v, labels %v", sts.Spec.Template.Spec.NodeSelector, sts.Labels)
+		}
+		return nil
+	})
+	t.Logf("a ProxyClass change reached the StatefulSet in %s", time.Since(changed).Round(100*time.Millisecond))
 }
 
 // touch annotates a PeerRelay, which makes Crossplane reconcile it now.
