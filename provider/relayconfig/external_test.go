@@ -387,12 +387,16 @@ func TestObserve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := newCluster(tc.objs...).client()
+			c := newCluster(tc.objs...)
+			kube := c.client()
 			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{DNS: tc.dns}}
 			if tc.api != nil {
 				e.api = tc.api
 			}
 			obs, err := e.Observe(t.Context(), tc.mg)
+			if len(c.writes) > 0 {
+				t.Errorf("%s\nObserve wrote %v: it must only observe (an Observe-only management policy writes nothing)", tc.reason, c.writes)
+			}
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					t.Fatalf("%s\nObserve error: %v, want one containing %q", tc.reason, err, tc.want.err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/fn"
@@ -41,6 +42,20 @@ func TestOperatorManifests(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("TailnetImmutable", func(t *testing.T) {
+		pr := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "peerrelay.io/v1alpha1", "kind": "PeerRelay",
+			"metadata": map[string]any{"name": "tailnet-b", "namespace": "team-a"},
+			"spec":     map[string]any{"tailnet": "tailnet-b"},
+		}}
+		if err := c.Create(ctx, pr); err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(pr.Object, "tailnet-c", "spec", "tailnet")
+		if err := c.Update(ctx, pr); err == nil || !strings.Contains(err.Error(), "spec.tailnet is immutable") {
+			t.Errorf("changing spec.tailnet: want it refused as immutable, got %v", err)
+		}
+	})
 	f := &fn.Function{Log: logging.NewNopLogger()}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
