@@ -27,9 +27,6 @@ import (
 const (
 	ttlPending = 15 * time.Second
 	ttlReady   = 5 * time.Minute
-	// ttlProxyClass bounds how long a ProxyClass change takes to reach the
-	// pods; a cached call costs ~2 ms of CPU.
-	ttlProxyClass = 10 * time.Second
 )
 
 // Function runs the PeerRelay composition step.
@@ -55,7 +52,11 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err != nil {
 		return fmt.Errorf("cannot read the observed composed resources: %w", err)
 	}
-	in, err := readInputs(req, observed)
+	xr, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		return fmt.Errorf("cannot read the observed PeerRelay: %w", err)
+	}
+	in, err := readInputs(req, xr, observed)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err != nil {
 		return err
 	}
-	obs := observedState{observed: observed, pods: pods, authKey: requiredAuthKey(req, r)}
+	obs := observedState{observed: observed, pods: pods, authKey: requiredAuthKey(req, r), last: lastStatus(xr)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
@@ -111,11 +112,6 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 		rsp.Meta.Ttl = durationOf(ttlReady)
 	} else {
 		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
-	}
-	if r.Spec.ProxyClass != "" {
-		// Crossplane watches composed resources, not required ones: only
-		// calling again sees a changed ProxyClass.
-		rsp.Meta.Ttl = durationOf(ttlProxyClass)
 	}
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
 	// Not f.Log.WithValues: that builds a logger on every call, even

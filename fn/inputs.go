@@ -33,11 +33,7 @@ type inputs struct {
 }
 
 // readInputs takes from the request what a composition depends on.
-func readInputs(req *fnv1.RunFunctionRequest, observed map[resource.Name]resource.ObservedComposed) (inputs, error) {
-	xr, err := request.GetObservedCompositeResource(req)
-	if err != nil {
-		return inputs{}, fmt.Errorf("cannot read the observed PeerRelay: %w", err)
-	}
+func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed map[resource.Name]resource.ObservedComposed) (inputs, error) {
 	labels := xr.Resource.GetLabels()
 	in := inputs{
 		Name: xr.Resource.GetName(), Namespace: xr.Resource.GetNamespace(),

@@ -8,6 +8,8 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // observedState is what the function reads back from the cluster.
@@ -19,6 +21,15 @@ type observedState struct {
 	pods map[string]*composed.Unstructured
 	// authKey says what is wrong with the auth key Secret, if anything.
 	authKey string
+	// last is the status the PeerRelay has now.
+	last v1alpha1.PeerRelayStatus
+}
+
+// lastStatus is the status the observed PeerRelay carries.
+func lastStatus(xr *resource.Composite) v1alpha1.PeerRelayStatus {
+	var st v1alpha1.PeerRelayStatus
+	_ = xr.Resource.GetValueInto("status", &st)
+	return st
 }
 
 func (o observedState) get(key string) (*composed.Unstructured, bool) {

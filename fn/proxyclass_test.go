@@ -3,7 +3,6 @@ package fn
 import (
 	"strings"
 	"testing"
-	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
@@ -126,22 +125,5 @@ metadata: {name: proxyclasses.tailscale.com}
 				t.Errorf("%s\nwarning: want %q, got %q", tc.reason, tc.wantWarn, warn)
 			}
 		})
-	}
-}
-
-// TestProxyClassTTL: Crossplane does not watch required resources, so a
-// PeerRelay with a ProxyClass is called again within seconds, whether
-// ready or not, and a changed ProxyClass reaches its pods that soon.
-func TestProxyClassTTL(t *testing.T) {
-	for spec, want := range map[string]time.Duration{
-		"replicas: 1":                     ttlPending,
-		"replicas: 1\nproxyClass: relays": ttlProxyClass,
-		"replicas: 0":                     ttlReady, // nothing to wait for: ready
-		"replicas: 0\nproxyClass: relays": ttlProxyClass,
-	} {
-		rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec)}})
-		if got := rsp.GetMeta().GetTtl().AsDuration(); got != want {
-			t.Errorf("%q: TTL %s, want %s", spec, got, want)
-		}
 	}
 }

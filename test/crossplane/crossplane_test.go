@@ -376,8 +376,8 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 		_, err := s.Kubectl(t, "wait", "--for=condition=Established", "crd/proxyclasses.tailscale.com", "--timeout=1s")
 		return err
 	})
-	// Crossplane does not watch required resources: the PeerRelay sees the
-	// new CRD at its next poll, or at once when touched, as here.
+	// The PeerRelay sees the new CRD at its next reconcile (a CRD that did
+	// not exist could not be watched), or at once when touched, as here.
 	s.touch(t, ns, name, "1")
 	harness.Eventually(t, 60*time.Second, "a warning naming the missing ProxyClass", func(context.Context) error {
 		return s.eventContains(ctx, ns, name, `ProxyClass "edge" named by spec.proxyClass does not exist`)
@@ -398,7 +398,7 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 		return nil
 	})
 	// A ProxyClass change, with nothing touched, reaches the StatefulSet
-	// within seconds: a PeerRelay with a ProxyClass is called every 10 s.
+	// within seconds: Crossplane watches the resources a function requires.
 	pc = "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    labels: {team: net}\n    pod:\n      nodeSelector: {node-role: edge-2}\n"
 	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)

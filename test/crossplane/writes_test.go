@@ -67,6 +67,7 @@ func (w *writeCounter) run(ctx context.Context, cfg *rest.Config) {
 		{Group: "apps", Version: "v1", Resource: "statefulsets"},
 		{Version: "v1", Resource: "services"},
 		{Version: "v1", Resource: "secrets"},
+		{Version: "v1", Resource: "pods"},
 	} {
 		wg.Go(func() { w.watch(ctx, dc, gvr) })
 	}
@@ -102,6 +103,34 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := u.GetNamespace() + "/" + u.GetName() + "/" + string(u.GetUID())
+	if resource == "peerrelays" && os.Getenv("PEERRELAY_TEST_WRITES") != "" {
+		if w.last == nil {
+			w.last = map[string]*unstructured.Unstructured{}
+		}
+		prev := w.last["xr "+key]
+		what := changed(prev, u)
+		if prev != nil {
+			for _, f := range []string{"endpoints", "replicas", "addresses", "crossplane"} {
+				va, _, _ := unstructured.NestedFieldNoCopy(prev.Object, "status", f)
+				vb, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", f)
+				if fmt.Sprint(va) != fmt.Sprint(vb) {
+					what += "; status." + f + "=" + fmt.Sprint(vb)
+				}
+			}
+			if prev.GetGeneration() != u.GetGeneration() {
+				what += fmt.Sprintf("; generation %d", u.GetGeneration())
+			}
+		}
+		fmt.Fprintf(os.Stderr, "XR %s %s %.1fs: %s\n", t, key, time.Since(w.start).Seconds(), what)
+		w.last["xr "+key] = u
+	}
+	if resource == "pods" {
+		if os.Getenv("PEERRELAY_TEST_WRITES") != "" {
+			st, _ := condition(u, "Ready")
+			fmt.Fprintf(os.Stderr, "POD %s %s/%s %.1fs: Ready=%s\n", t, u.GetNamespace(), u.GetName(), time.Since(w.start).Seconds(), st)
+		}
+		return
+	}
 	if resource == "relayconfigs" && (t == watch.Added || t == watch.Modified) {
 		if w.writes == nil {
 			w.writes = map[string]int{}
