@@ -2,6 +2,7 @@ package fn
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -307,5 +308,30 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 				t.Errorf("%s\nDeviceCleanup: %v, want %q", tc.reason, c, tc.wantCleanup)
 			}
 		})
+	}
+}
+
+// TestPodsNotSuppliedKeepLastReadiness: on a call without the pods (the
+// requirement not resolved yet), a replica's readiness is what the
+// PeerRelay already says, not the StatefulSet's readyReplicas, which lags
+// the pod: PeerRelayReady must not flip and back within one reconcile.
+func TestPodsNotSuppliedKeepLastReadiness(t *testing.T) {
+	const observedXR = `
+apiVersion: peerrelay.io/v1alpha1
+kind: PeerRelay
+metadata: {name: my-relay, namespace: team-a}
+spec: {replicas: 1}
+status:
+  replicas: [{index: 0, hostname: my-relay-0, podReady: %s}]`
+	obs := map[string]*fnv1.Resource{
+		"service-0":     observedRes(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nstatus: {loadBalancer: {ingress: [{ip: 198.51.100.1}]}}"),
+		"relayconfig-0": observedRes(t, "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider: {source: ingress-ip, endpoints: [\"198.51.100.1:41641\"]}\n  conditions: [{type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]"),
+		"statefulset-0": observedRes(t, "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nstatus: {readyReplicas: 0}"),
+	}
+	for last, want := range map[string]string{"true": reasonReady, "false": reasonPodsPending} {
+		rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, fmt.Sprintf(observedXR, last))}, Resources: obs}})
+		if got := rsp.GetConditions()[0].GetReason(); got != want {
+			t.Errorf("the PeerRelay says podReady: %s, pods not supplied: %s, want %s", last, got, want)
+		}
 	}
 }
