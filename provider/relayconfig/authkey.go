@@ -63,7 +63,12 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		reissue, asked = state.Data[stateSecretReissueKey]
 	}
 	if loggedIn(state) != "" && !asked && !meta.WasDeleted(mg) {
-		setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyLoggedIn, "the device is logged in; the config carries no key")
+		// A key that was fine stays so: one status write less per replica,
+		// and every write is a watch event on the PeerRelay. A problem the
+		// login solved is cleared.
+		if c := mg.GetCondition(ConditionAuthKey); c.Status != corev1.ConditionTrue {
+			setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyLoggedIn, "the device is logged in; the config carries no key")
+		}
 		return "", false, nil
 	}
 	r := mg.Spec.ForProvider.AuthKeySecretRef

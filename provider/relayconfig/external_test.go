@@ -310,6 +310,15 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
 				resolved: ReasonResolved, deviceID: "dev-1", keyReason: ReasonKeyLoggedIn},
 		},
+		"EnrolledKeepsAvailable": {
+			reason: "A key condition that was fine is left as it is at login: one status write less, each a watch event on the PeerRelay.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				setKeyCondition(rc, corev1.ConditionTrue, ReasonKeyAvailable, "the key in Secret ts-auth")
+			}),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), enrolled},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				resolved: ReasonResolved, deviceID: "dev-1", keyReason: ReasonKeyAvailable},
+		},
 		"Mint": {
 			reason: "With no auth key Secret named and API access, Observe only notes that a key must be minted: Update mints it.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
