@@ -56,7 +56,11 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err != nil {
 		return fmt.Errorf("cannot read the observed PeerRelay: %w", err)
 	}
-	in, err := readInputs(req, xr, observed)
+	pods, err := requiredPods(req)
+	if err != nil {
+		return err
+	}
+	in, err := readInputs(req, xr, observed, pods)
 	if err != nil {
 		return err
 	}
@@ -66,10 +70,6 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	}
 	r := c.relay
 
-	pods, err := requiredPods(req)
-	if err != nil {
-		return err
-	}
 	obs := observedState{observed: observed, pods: pods, authKey: requiredAuthKey(req, r), last: lastStatus(xr)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {

@@ -33,7 +33,7 @@ type inputs struct {
 }
 
 // readInputs takes from the request what a composition depends on.
-func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed map[resource.Name]resource.ObservedComposed) (inputs, error) {
+func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) (inputs, error) {
 	labels := xr.Resource.GetLabels()
 	in := inputs{
 		Name: xr.Resource.GetName(), Namespace: xr.Resource.GetNamespace(),
@@ -58,10 +58,6 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 		for _, pc := range pcs {
 			in.ProxyClasses = append(in.ProxyClasses, pc.Resource.Object)
 		}
-	}
-	pods, err := requiredPods(req)
-	if err != nil {
-		return inputs{}, err
 	}
 	in.AWS = observeAWS(in.Spec, observed, pods)
 	return in, nil
