@@ -98,10 +98,10 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	for _, w := range warnings(r) {
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
 	}
-	if c, ok := sum.cleanup(); ok && !c.ok {
+	if c, stay := sum.devicesStay(); stay {
 		// Only when devices would stay behind: a condition that is always
 		// True is one more write on every PeerRelay.
-		response.ConditionFalse(rsp, conditionDeviceCleanup, c.reason).WithMessage(c.msg).TargetCompositeAndClaim()
+		response.ConditionFalse(rsp, conditionDeviceCleanup, string(c.Reason)).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
 
 	var cond *response.ConditionOption

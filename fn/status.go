@@ -223,28 +223,15 @@ func (s summary) keyMessages() string {
 	return strings.Join(out, "; ")
 }
 
-type cleanupSummary struct {
-	ok          bool
-	reason, msg string
-}
-
-// cleanup is DeviceCleanup for the PeerRelay: False when some replica's
-// device would stay in the tailnet, and ok=false before any RelayConfig
-// said.
-func (s summary) cleanup() (cleanupSummary, bool) {
-	var seen bool
+// devicesStay is the DeviceCleanup=False a replica's RelayConfig reports
+// (its device would stay in the tailnet), if any.
+func (s summary) devicesStay() (xpv2.Condition, bool) {
 	for _, ro := range s.replicas {
-		switch ro.cleanup.Status {
-		case corev1.ConditionFalse:
-			return cleanupSummary{reason: string(ro.cleanup.Reason), msg: ro.cleanup.Message}, true
-		case corev1.ConditionTrue:
-			seen = true
+		if ro.cleanup.Status == corev1.ConditionFalse {
+			return ro.cleanup, true
 		}
 	}
-	if !seen {
-		return cleanupSummary{}, false
-	}
-	return cleanupSummary{ok: true, reason: "TailscaleAPI", msg: "each replica's device is removed from the tailnet when the replica goes"}, true
+	return xpv2.Condition{}, false
 }
 
 // tailnetProblem says why the provider cannot use the ClusterProviderConfig
