@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -160,17 +161,19 @@ func summarise(r *relay, o observedState) summary {
 		}
 	}
 	s.status.Addresses = addresses(s.status.Endpoints)
+	keyReason, keyMsg := s.keyProblem()
+	tailnet := s.tailnetProblem(r)
 	switch {
 	case len(r.AWS.problems()) > 0:
 		// Nothing changes for these replicas until the spec is fixed.
 		s.reason = reasonAWSConfigInvalid
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
-	case r.Spec.Tailnet != "" && s.tailnetProblem(r) != "":
-		s.reason, s.msg = reasonTailnetUnavailable, s.tailnetProblem(r)
+	case tailnet != "":
+		s.reason, s.msg = reasonTailnetUnavailable, tailnet
 	case o.authKey != "" && !o.enrolled(r):
 		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
-	case s.keyProblem() != "":
-		s.reason, s.msg = s.keyProblem(), s.keyMessages()
+	case keyReason != "":
+		s.reason, s.msg = keyReason, keyMsg
 	case s.withEndpoints < r.Replicas:
 		s.reason = reasonEndpointsPending
 		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", s.withEndpoints, r.Replicas)
@@ -201,26 +204,17 @@ func addresses(eps []v1alpha1.Endpoint) string {
 	return strings.Join(out, " ")
 }
 
-// keyProblem is NoAuthKey or AuthKeyRejected when some replica cannot log
-// in, or "".
-func (s summary) keyProblem() string {
-	for _, ro := range s.replicas {
-		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == reasonNoAuthKey || ro.key.Reason == reasonAuthKeyRejected) {
-			return string(ro.key.Reason)
-		}
-	}
-	return ""
-}
-
-// keyMessages says which replicas cannot log in, and why.
-func (s summary) keyMessages() string {
+// keyProblem is NoAuthKey or AuthKeyRejected, with which replicas cannot
+// log in and why, when some replica cannot; reason is "" otherwise.
+func (s summary) keyProblem() (reason, msg string) {
 	var out []string
 	for i, ro := range s.replicas {
 		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == reasonNoAuthKey || ro.key.Reason == reasonAuthKeyRejected) {
+			reason = cmp.Or(reason, string(ro.key.Reason))
 			out = append(out, fmt.Sprintf("replica %d: %s", i, ro.key.Message))
 		}
 	}
-	return strings.Join(out, "; ")
+	return reason, strings.Join(out, "; ")
 }
 
 // devicesStay is the DeviceCleanup=False a replica's RelayConfig reports
@@ -237,6 +231,9 @@ func (s summary) devicesStay() (xpv2.Condition, bool) {
 // tailnetProblem says why the provider cannot use the ClusterProviderConfig
 // spec.tailnet names, from the RelayConfigs' Synced condition, or "".
 func (s summary) tailnetProblem(r *relay) string {
+	if r.Spec.Tailnet == "" {
+		return ""
+	}
 	for _, ro := range s.replicas {
 		if ro.synced.Status == corev1.ConditionFalse && strings.Contains(ro.synced.Message, "ClusterProviderConfig "+r.Spec.Tailnet+" ") {
 			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, ro.synced.Message, r.Spec.Tailnet)
