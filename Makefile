@@ -190,22 +190,34 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAWSPlacement$$' -fuzztime $(FUZZTIME) ./fn
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME) ./provider/resolve
 
-# Benchmarks (not part of `make test`): the function in process and over
-# gRPC against function-patch-and-transform, and the provider's
-# ingress-to-config latency. Results in .cache/bench, compared by benchstat.
+# Benchmarks (not part of `make test`). First what a user waits for and a
+# platform pays, through real Crossplane with our packages installed (root:
+# pods get network namespaces): a new load balancer address to the advertised
+# endpoint (LB_EVENTS events), apply to PeerRelayReady (APPLIES PeerRelays),
+# and SCALE_PEERRELAYS PeerRelays created at once, then STEADY of quiet.
+# Then the parts: the function in process and over gRPC against
+# function-patch-and-transform, the provider's ingress-to-config latency and
+# the provider alone at scale. Results in .cache/bench, compared by benchstat.
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 EVENTS ?= 200x
 SCALE_RELAYS ?= 1000
+LB_EVENTS ?= 100x
+APPLIES ?= 10x
+SCALE_PEERRELAYS ?= 10,100,300
+STEADY ?= 5m
 BENCH_OUT := $(CURDIR)/.cache/bench
 # The benchmarks' floor: a function that replays a recorded response.
 $(BIN)/function-replay: test/bench/replay/main.go go.mod go.sum
 	@mkdir -p $(BIN)
 	$(GO) build -o $@ ./test/bench/replay
 
-bench: tools build $(BIN)/benchstat $(BIN)/function-replay
+bench: tools build xpkg $(BIN)/benchstat $(BIN)/function-replay
 	@mkdir -p $(BENCH_OUT)
 	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+	$(GO) test -run '^$$' -bench 'LBAddressToEndpoint' -benchtime $(LB_EVENTS) -count 1 -timeout 60m ./test/crossplane | tee $(BENCH_OUT)/system.txt
+	$(GO) test -run '^$$' -bench 'ApplyToReady' -benchtime $(APPLIES) -count 1 -timeout 60m ./test/crossplane | tee -a $(BENCH_OUT)/system.txt
+	SCALE_PEERRELAYS=$(SCALE_PEERRELAYS) STEADY=$(STEADY) $(GO) test -run '^$$' -bench 'SystemScale' -benchtime 1x -count 1 -timeout 180m ./test/crossplane | tee $(BENCH_OUT)/system-scale.txt
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt
 	$(GO) test -run '^$$' -bench 'IngressToConfig' -benchtime $(EVENTS) -count 1 ./test/bench | tee $(BENCH_OUT)/provider.txt
 	SCALE_RELAYS=$(SCALE_RELAYS) $(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -count 1 -timeout 30m ./test/bench | tee $(BENCH_OUT)/scale.txt

@@ -53,6 +53,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// spec.forProvider.configSecretName, and the default initializer's
 		// write would be one more watch event on the PeerRelay.
 		managed.WithInitializers(),
+		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName)}),
 	)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).

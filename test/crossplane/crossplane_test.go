@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -47,7 +48,7 @@ type system struct {
 }
 
 func TestCrossplane(t *testing.T) {
-	s := start(t)
+	s := start(t, options{})
 	ctx := t.Context()
 
 	if !t.Run("README", func(t *testing.T) { s.readme(t, "## Install on a cluster") }) {
@@ -65,7 +66,17 @@ func TestCrossplane(t *testing.T) {
 	t.Run("Quiet", func(t *testing.T) { s.quiet(ctx, t) })
 }
 
-func start(t *testing.T) *system {
+// options say which system start makes.
+type options struct {
+	// hollow runs no pod (harness.NodeOptions.Hollow) and no tailnet: for
+	// measuring the control plane at scale.
+	hollow bool
+	// bench runs Crossplane and the provider as a platform does: no debug
+	// logs, Crossplane's default poll interval.
+	bench bool
+}
+
+func start(t testing.TB, o options) *system {
 	t.Helper()
 	xpkgDir := os.Getenv("PEERRELAY_XPKG_DIR")
 	if xpkgDir == "" {
@@ -83,7 +94,11 @@ func start(t *testing.T) *system {
 	harness.Tool(t, "function-peerrelay")
 	harness.Tool(t, "provider-peerrelay")
 
-	xp := harness.StartCrossplane(t, harness.CrossplaneOptions{})
+	xo := harness.CrossplaneOptions{}
+	if o.bench {
+		xo = harness.CrossplaneOptions{Quiet: true, PollInterval: time.Minute}
+	}
+	xp := harness.StartCrossplane(t, xo)
 	for _, p := range []string{"function", "provider", "configuration"} {
 		name := p + "-peerrelay"
 		xp.Registry.Push(t, filepath.Join(xpkgDir, fmt.Sprintf("%s-%s.xpkg", name, version)), "peerrelay/"+name, version)
@@ -100,18 +115,22 @@ func start(t *testing.T) *system {
 	}}
 	harness.Eventually(t, 60*time.Second, "ImageConfig", func(context.Context) error { return xp.Admin.Create(t.Context(), ic) })
 
-	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin}, writes: &writeCounter{}}
-	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{})
+	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}}
+	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{Quiet: o.bench})
 	// The pods run for real: containerboot and tailscaled, logging in to a
 	// control server that answers as Tailscale's.
-	s.node = xp.StartNode(t, harness.NodeOptions{})
-	s.tailnet = s.node.StartTailnet(t)
+	s.node = xp.StartNode(t, harness.NodeOptions{Hollow: o.hollow})
+	if !o.hollow {
+		s.tailnet = s.node.StartTailnet(t)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { s.cloud.run(ctx); done <- struct{}{} }()
 	go func() { s.writes.run(ctx, xp.AdminConfig); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	t.Cleanup(func() { s.reportErrors(t) })
+	if !o.bench {
+		t.Cleanup(func() { s.reportErrors(t) })
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := s.Kubectl(t, "get", "-A", "-o", "yaml", "providers,providerrevisions,relayconfigs,peerrelays.peerrelay.io,xpeerrelays,statefulsets")
@@ -123,7 +142,7 @@ func start(t *testing.T) *system {
 
 // readme runs every command of the README block under heading, in order,
 // and checks the output it shows.
-func (s *system) readme(t *testing.T, heading string) {
+func (s *system) readme(t testing.TB, heading string) {
 	for _, c := range readmeBlock(t, heading) {
 		args := make([]string, len(c.args)-1)
 		for i, a := range c.args[1:] {
@@ -152,7 +171,7 @@ func (s *system) readme(t *testing.T, heading string) {
 
 // checkTable compares kubectl's table with the README's, column by column,
 // except AGE.
-func checkTable(t *testing.T, cmd string, want, got []string) bool {
+func checkTable(t testing.TB, cmd string, want, got []string) bool {
 	t.Helper()
 	ok := true
 	w, g := columns(want), columns(got)
@@ -177,7 +196,7 @@ func checkTable(t *testing.T, cmd string, want, got []string) bool {
 
 // peerRelay applies a v2 PeerRelay with the given spec (YAML) and returns
 // its name.
-func (s *system) applyPeerRelay(t *testing.T, ns, name, spec string) {
+func (s *system) applyPeerRelay(t testing.TB, ns, name, spec string) {
 	t.Helper()
 	manifest := fmt.Sprintf("apiVersion: %s\nkind: PeerRelay\nmetadata: {name: %s, namespace: %s}\nspec:\n%s\n", v2API, name, ns, indent(spec))
 	if out, err := s.KubectlIn(t, []byte(manifest), "apply", "-f", "-"); err != nil {
@@ -195,7 +214,7 @@ func indent(y string) string {
 
 // waitReady waits for PeerRelayReady=True and Crossplane's Ready=True on a
 // v2 PeerRelay, and returns it.
-func (s *system) waitReady(ctx context.Context, t *testing.T, ns, name string, timeout time.Duration) *unstructured.Unstructured {
+func (s *system) waitReady(ctx context.Context, t testing.TB, ns, name string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var pr *unstructured.Unstructured
 	harness.Eventually(t, timeout, "PeerRelay "+ns+"/"+name+" ready", func(context.Context) error {

@@ -22,7 +22,7 @@ func TestDemo(t *testing.T) {
 	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	began := time.Now()
 	say("Starting kube-apiserver, etcd, kube-controller-manager, Crossplane core v2.4.0, a node that runs pods\nwith containerboot and tailscaled, and a Tailscale control server (testcontrol) on this machine...")
-	s := start(t)
+	s := start(t, options{})
 	say("… up in %v.\n", time.Since(began).Round(time.Second))
 	ctx := t.Context()
 

@@ -8,28 +8,40 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // cloud stands in for what a cluster in a cloud has and this one does not:
 // a cloud controller that gives every LoadBalancer Service an ingress IP.
-// It only writes status, as one would. (The pods run on harness.Node.)
+// It only writes status, as one would. (The pods run on harness.Node.) It
+// follows Services through a watch, as a controller does: a list every
+// fraction of a second would load the API server with every Service of a
+// scale benchmark.
 type cloud struct {
-	c client.Client
+	c  client.Client
+	cs kubernetes.Interface
 
 	mu        sync.Mutex
 	addresses map[string]string // namespace/name: a replaced load balancer's address
 }
 
-// setAddress gives a Service a new load balancer address, as when its NLB
-// is replaced.
-func (cl *cloud) setAddress(ns, name, ip string) {
+// setAddress gives Service ns/name a new load balancer address, as when its
+// NLB is replaced, and writes it at once.
+func (cl *cloud) setAddress(ctx context.Context, ns, name, ip string) error {
 	cl.mu.Lock()
-	defer cl.mu.Unlock()
 	if cl.addresses == nil {
 		cl.addresses = map[string]string{}
 	}
 	cl.addresses[ns+"/"+name] = ip
+	cl.mu.Unlock()
+	svc := &corev1.Service{}
+	if err := cl.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+		return err
+	}
+	return cl.assign(ctx, svc)
 }
 
 // lbAddress is the ingress IP for replica i's Service: 203.0.113.(10+i),
@@ -48,32 +60,36 @@ func (cl *cloud) lbAddress(svc *corev1.Service) string {
 	return fmt.Sprintf("203.0.113.%d", 10+i)
 }
 
-// run reconciles until ctx ends.
+// run reconciles every Service it is told of until ctx ends.
 func (cl *cloud) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		cl.pass(ctx)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		w, err := cl.cs.CoreV1().Services("").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
 		}
+		for ev := range w.ResultChan() {
+			if svc, ok := ev.Object.(*corev1.Service); ok && ev.Type != watch.Deleted {
+				_ = cl.assign(ctx, svc)
+			}
+		}
+		w.Stop()
 	}
 }
 
-func (cl *cloud) pass(ctx context.Context) {
-	svcs := &corev1.ServiceList{}
-	if err := cl.c.List(ctx, svcs); err == nil {
-		for i := range svcs.Items {
-			svc := &svcs.Items[i]
-			ip := cl.lbAddress(svc)
-			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || ip == "" {
-				continue
-			}
-			if ing := svc.Status.LoadBalancer.Ingress; len(ing) == 1 && ing[0].IP == ip {
-				continue
-			}
-			orig := svc.DeepCopy()
-			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-			_ = cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
-		}
+// assign writes the Service's load balancer address when it lacks it.
+func (cl *cloud) assign(ctx context.Context, svc *corev1.Service) error {
+	ip := cl.lbAddress(svc)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || ip == "" {
+		return nil
 	}
+	if ing := svc.Status.LoadBalancer.Ingress; len(ing) == 1 && ing[0].IP == ip {
+		return nil
+	}
+	orig := svc.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	return cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
 }

@@ -94,7 +94,9 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 
 	// A new load balancer address reaches the running tailscaled: same
 	// node key, no container restart.
-	s.cloud.setAddress(ns, name+"-0", "198.51.100.20")
+	if err := s.cloud.setAddress(ctx, ns, name+"-0", "198.51.100.20"); err != nil {
+		t.Fatal(err)
+	}
 	lc0 := s.localClient(t, ns, name+"-0-0")
 	if got := s.waitRelayPrefs(t, lc0, []netip.AddrPort{netip.MustParseAddrPort(fmt.Sprintf("198.51.100.20:%d", relayPort))}); got != nodeKeys[0] {
 		t.Errorf("node key changed across the address change: %s → %s", nodeKeys[0].ShortString(), got.ShortString())
@@ -175,7 +177,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 
 // namespaceWithKey creates a namespace with Secret tailscale-auth holding
 // a reusable key under "authkey" (the control server takes any key).
-func (s *system) namespaceWithKey(t *testing.T, ns string) {
+func (s *system) namespaceWithKey(t testing.TB, ns string) {
 	t.Helper()
 	if out, err := s.Kubectl(t, "create", "namespace", ns); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -20,7 +20,7 @@ type readmeCommand struct {
 
 // readmeBlock returns the commands of the first fenced block after the
 // README heading: the test runs what the README says, not a copy of it.
-func readmeBlock(t *testing.T, heading string) []readmeCommand {
+func readmeBlock(t testing.TB, heading string) []readmeCommand {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {

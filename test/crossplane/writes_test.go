@@ -25,7 +25,7 @@ import (
 // XR that was ever not Responsive (Crossplane's watch circuit breaker).
 type writeCounter struct {
 	mu           sync.Mutex
-	writes       map[string]int // namespace/name/uid
+	writes       map[string]int // resource namespace/name/uid
 	unresponsive map[string]string
 	// events counts watch events of composed objects by namespace,
 	// composite and resource: what Crossplane's per-XR watch circuit
@@ -131,16 +131,21 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 		}
 		return
 	}
-	if resource == "relayconfigs" && (t == watch.Added || t == watch.Modified) {
+	if (resource == "relayconfigs" || resource == "peerrelays") && (t == watch.Added || t == watch.Modified) {
 		if w.writes == nil {
 			w.writes = map[string]int{}
+		}
+		if w.last == nil {
 			w.last = map[string]*unstructured.Unstructured{}
 		}
-		w.writes[key]++
-		if os.Getenv("PEERRELAY_TEST_WRITES") != "" {
-			fmt.Fprintf(os.Stderr, "WRITE %s #%d: %s\n", key, w.writes[key], changed(w.last[key], u))
+		k := resource + " " + key
+		w.writes[k]++
+		if resource == "relayconfigs" && os.Getenv("PEERRELAY_TEST_WRITES") != "" {
+			fmt.Fprintf(os.Stderr, "WRITE %s #%d: %s\n", key, w.writes[k], changed(w.last[key], u))
 		}
-		w.last[key] = u
+		if resource == "relayconfigs" {
+			w.last[key] = u
+		}
 	}
 	if xr := u.GetLabels()["crossplane.io/composite"]; xr != "" {
 		if w.events == nil {
@@ -174,12 +179,18 @@ func (w *writeCounter) composedEvents(ns, xr string) map[string]int {
 
 // relayConfigWrites returns the writes counted for the RelayConfigs in ns.
 func (w *writeCounter) relayConfigWrites(ns string) map[string]int {
+	return w.writesOf("relayconfigs", ns)
+}
+
+// writesOf returns the writes counted for the objects of resource
+// (relayconfigs or peerrelays) in ns, by namespace/name/uid.
+func (w *writeCounter) writesOf(resource, ns string) map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := map[string]int{}
 	for k, n := range w.writes {
-		if strings.HasPrefix(k, ns+"/") {
-			out[k] = n
+		if key, ok := strings.CutPrefix(k, resource+" "+ns+"/"); ok {
+			out[ns+"/"+key] = n
 		}
 	}
 	return out
@@ -232,12 +243,17 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 		}
 	}
 	// Crossplane's per-XR watch circuit breaker (100 events, refilled at
-	// 1/s; an update counts twice, old and new object): a create must stay
-	// well within it. A create followed at once by a scale (the README's
-	// PeerRelay in Scale) can exceed it in this harness, where load
-	// balancers and pods are ready within milliseconds; that is logged.
+	// 1/s; an update counts twice, old and new object; the XR's own writes
+	// count too): a create must stay well within it. Other scenarios change
+	// a PeerRelay at once after creating it (a scale, a new port that
+	// replaces the pod) in a harness where load balancers and pods are
+	// ready within milliseconds. There, Crossplane v2.4's XR status loop
+	// (crossplane/crossplane#7062: each reconcile re-applies the conditions
+	// it read from its lagging cache, and the next reconcile sets them back)
+	// can write the XR dozens of times and open the breaker; that is
+	// logged, not failed, as it is not ours to fix.
 	for k, msg := range s.writes.unresponsiveXRs() {
-		if strings.Contains(k, " "+ns+"/") || strings.Contains(k, "team-a/changed/") {
+		if strings.Contains(k, " "+ns+"/") {
 			t.Errorf("watch circuit breaker opened on %s: %s", k, msg)
 		} else {
 			t.Logf("watch circuit breaker opened on %s: %s", k, msg)
@@ -247,10 +263,10 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 
 // maxWritesToConverge bounds the writes a RelayConfig takes from creation
 // to Ready: see the closing note of the real-Crossplane issue.
-const maxWritesToConverge = 6
+const maxWritesToConverge = 5
 
 // reportErrors logs what Crossplane and our processes logged as errors.
-func (s *system) reportErrors(t *testing.T) {
+func (s *system) reportErrors(t testing.TB) {
 	for _, p := range []*harness.Process{s.Core, s.RBAC, s.runtime.Function, s.runtime.Provider()} {
 		if p == nil {
 			continue

@@ -58,6 +58,9 @@ type Crossplane struct {
 type CrossplaneOptions struct {
 	// PollInterval is Crossplane's --poll-interval; default 15s.
 	PollInterval time.Duration
+	// Quiet runs Crossplane without --debug, as a platform does: for
+	// benchmarks, where debug logging would be counted as Crossplane's cost.
+	Quiet bool
 }
 
 // StartCrossplane starts everything but our packages; it stops when the test
@@ -148,13 +151,17 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c.Core = StartProcess(t, "crossplane core", Tool(t, "crossplane"), []string{
+	debug := []string{"--debug"}
+	if o.Quiet {
+		debug = nil
+	}
+	c.Core = StartProcess(t, "crossplane core", Tool(t, "crossplane"), append([]string{
 		"core", "start", "--package-runtime=External", "--enable-webhooks=false",
 		"--xpkg-cache-dir=" + cache,
 		// Port 0: any free port; nothing here reads them.
 		"--metrics-port=0", "--health-probe-port=0",
-		"--poll-interval=" + o.PollInterval.String(), "--debug",
-	}, append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
+		"--poll-interval=" + o.PollInterval.String(),
+	}, debug...), append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
 
 	c.Registry = StartRegistry(t)
 	return c

@@ -66,24 +66,35 @@ type NodeOptions struct {
 	// TrustedCA is added to every pod's CA bundle: the CA of the
 	// certificates the test's servers show.
 	TrustedCA []byte
+	// Hollow runs no pod: each is bound and reported Running and Ready
+	// at once (see runHollow). For control-plane benchmarks at scale.
+	Hollow bool
 }
 
 // StartNode starts the node; it stops every pod's processes and removes
 // its network when the test ends.
 func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
 	t.Helper()
-	for _, tool := range []string{"containerboot", "tailscaled", "tailscale"} {
-		Tool(t, tool)
-	}
 	cs, err := kubernetes.NewForConfig(c.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{net: startPodNetwork(t), admin: c.Admin, cs: cs, dir: t.TempDir(), bin: ToolsDir(t), o: o, pods: map[types.UID]*podRun{}}
+	n := &Node{admin: c.Admin, cs: cs, o: o, pods: map[types.UID]*podRun{}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{corev1.LabelHostname: NodeName}}}
 	if err := c.Admin.Create(context.Background(), node); err != nil && !kerrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	if o.Hollow {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.runHollow(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return n
+	}
+	for _, tool := range []string{"containerboot", "tailscaled", "tailscale"} {
+		Tool(t, tool)
+	}
+	n.net, n.dir, n.bin = startPodNetwork(t), t.TempDir(), ToolsDir(t)
 	apiServer, err := url2hostport(c.AdminConfig.Host)
 	if err != nil {
 		t.Fatal(err)

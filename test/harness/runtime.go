@@ -25,6 +25,9 @@ import (
 type RuntimeOptions struct {
 	// ProviderArgs are added to provider-peerrelay's flags.
 	ProviderArgs []string
+	// Quiet runs the provider without --debug, as a platform does. The
+	// function keeps it: its one line per call is how calls are counted.
+	Quiet bool
 }
 
 // Runtime does for our packages what Crossplane's package runtime does for
@@ -228,7 +231,11 @@ func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--metrics-address=0", "--health-address=0", "--debug"}, o.ProviderArgs...)
+	args := []string{"--metrics-address=0", "--health-address=0"}
+	if !o.Quiet {
+		args = append(args, "--debug")
+	}
+	args = append(args, o.ProviderArgs...)
 	p, err := startProcess(t, "provider-peerrelay (as "+sa+")", r.providerBin, args, []string{"KUBECONFIG=" + kc})
 	if err != nil {
 		return err

@@ -1,0 +1,160 @@
+package crossplane
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The benchmarks below measure what a user waits for, through the system
+// TestCrossplane tests: a real Crossplane core with our packages installed
+// as the README says, run as a platform runs them (no debug logs,
+// Crossplane's default one-minute poll). `make bench` runs them.
+
+// BenchmarkLBAddressToEndpoint: a load balancer address appears on a
+// replica's Service (as when its NLB is replaced) → the replica's config
+// Secret advertises it (the provider), and → the PeerRelay's
+// status.endpoints shows it (Crossplane and the function). One event per
+// iteration, round-robin over three replicas of a ready PeerRelay whose
+// pods run real containerboot and tailscaled.
+func BenchmarkLBAddressToEndpoint(b *testing.B) {
+	s := startInstalled(b, options{bench: true})
+	const ns, name, replicas = "bench-lb", "lb", 3
+	s.namespaceWithKey(b, ns)
+	f := s.follow(b, ns, gvrPeerRelays, gvrSecrets)
+	s.applyPeerRelay(b, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
+	s.waitReady(b.Context(), b, ns, name, 3*time.Minute)
+
+	var toConfig, toStatus []time.Duration
+	i := 0
+	for b.Loop() {
+		replica := fmt.Sprintf("%s-%d", name, i%replicas)
+		ip := fmt.Sprintf("198.18.%d.%d", i/250, i%250+1)
+		i++
+		start := time.Now()
+		if err := s.cloud.setAddress(b.Context(), ns, replica, ip); err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := f.first("secrets/"+replica+"-config", 30*time.Second, func(u *unstructured.Unstructured) bool {
+			data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			for _, v := range data {
+				if strings.Contains(decode(v), `"`+ip+`:`) {
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := f.first("peerrelays/"+name, 30*time.Second, func(u *unstructured.Unstructured) bool {
+			eps, _, _ := unstructured.NestedSlice(u.Object, "status", "endpoints")
+			return slices.ContainsFunc(eps, func(e any) bool { m, _ := e.(map[string]any); return m["address"] == ip })
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		toConfig, toStatus = append(toConfig, cfg.Sub(start)), append(toStatus, st.Sub(start))
+	}
+	reportPercentiles(b, "config", toConfig)
+	reportPercentiles(b, "status", toStatus)
+}
+
+// BenchmarkApplyToReady: `kubectl apply` of a 3-replica PeerRelay → every
+// object it composes exists (the XR's resourceRefs complete); the last of
+// its pods turns Ready → PeerRelayReady=True; and apply → PeerRelayReady.
+// Each iteration applies a new PeerRelay and deletes it afterwards, with
+// its pods running real containerboot and tailscaled.
+func BenchmarkApplyToReady(b *testing.B) {
+	s := startInstalled(b, options{bench: true})
+	const ns, replicas = "bench-apply", 3
+	s.namespaceWithKey(b, ns)
+	f := s.follow(b, ns, gvrPeerRelays, gvrPods)
+	var composed, podToReady, applyToReady []time.Duration
+	i := 0
+	for b.Loop() {
+		name := fmt.Sprintf("apply-%d", i)
+		i++
+		start := time.Now()
+		s.applyPeerRelay(b, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
+		ready, err := f.first("peerrelays/"+name, 3*time.Minute, func(u *unstructured.Unstructured) bool {
+			st, _ := condition(u, "PeerRelayReady")
+			return st == "True"
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		versions := f.all("peerrelays/" + name)
+		final := len(resourceRefs(versions[len(versions)-1].obj))
+		for _, v := range versions {
+			if len(resourceRefs(v.obj)) == final {
+				composed = append(composed, v.at.Sub(start))
+				break
+			}
+		}
+		var lastPod time.Time
+		for r := range replicas {
+			at, err := f.first(fmt.Sprintf("pods/%s-%d-0", name, r), time.Second, func(u *unstructured.Unstructured) bool {
+				st, _ := condition(u, "Ready")
+				return st == "True"
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if at.After(lastPod) {
+				lastPod = at
+			}
+		}
+		podToReady, applyToReady = append(podToReady, ready.Sub(lastPod)), append(applyToReady, ready.Sub(start))
+
+		b.StopTimer()
+		if out, err := s.Kubectl(b, "-n", ns, "delete", "peerrelay", name, "--wait=true", "--timeout=3m"); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		b.StartTimer()
+	}
+	reportPercentiles(b, "composed", composed)
+	reportPercentiles(b, "pod-to-ready", podToReady)
+	reportPercentiles(b, "apply-to-ready", applyToReady)
+}
+
+func resourceRefs(u *unstructured.Unstructured) []any {
+	refs, _, _ := unstructured.NestedSlice(u.Object, "spec", "crossplane", "resourceRefs")
+	return refs
+}
+
+// startInstalled starts a system and installs our packages with the
+// README's commands.
+func startInstalled(b *testing.B, o options) *system {
+	s := start(b, o)
+	s.readme(b, "## Install on a cluster")
+	return s
+}
+
+// reportPercentiles reports p50 and p99 of ds in milliseconds as
+// <what>-p50-ms and <what>-p99-ms.
+func reportPercentiles(b *testing.B, what string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(p float64) float64 {
+		return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), what+"-p50-ms")
+	b.ReportMetric(at(0.99), what+"-p99-ms")
+}
+
+// decode is a Secret value as the unstructured object holds it (base64).
+func decode(v string) string {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -1,0 +1,101 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+// seen is one version of an object and when its watch event arrived.
+type seen struct {
+	at  time.Time
+	obj *unstructured.Unstructured
+}
+
+// follower watches resources in one namespace and keeps every version of
+// every object with its arrival time, so that a benchmark can say when a
+// condition first held: what a user running `kubectl wait` would see.
+type follower struct {
+	mu       sync.Mutex
+	versions map[string][]seen // resource/name
+	changed  chan struct{}     // closed on every change
+}
+
+var (
+	gvrPeerRelays = schema.GroupVersionResource{Group: "peerrelay.io", Version: "v1alpha1", Resource: "peerrelays"}
+	gvrSecrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrPods       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
+
+// follow starts watching gvrs in ns until the benchmark ends; it returns
+// once every watch is established.
+func (s *system) follow(t testing.TB, ns string, gvrs ...schema.GroupVersionResource) *follower {
+	f := &follower{versions: map[string][]seen{}, changed: make(chan struct{})}
+	dc := dynamic.NewForConfigOrDie(s.AdminConfig)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, gvr := range gvrs {
+		w, err := dc.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("watch %s in %s: %v", gvr.Resource, ns, err)
+		}
+		wg.Go(func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Error && ev.Type != watch.Bookmark {
+					f.add(gvr.Resource+"/"+u.GetName(), u)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return f
+}
+
+func (f *follower) add(key string, u *unstructured.Unstructured) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.versions[key] = append(f.versions[key], seen{at: time.Now(), obj: u})
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// first returns when the first version of resource/name for which ok holds
+// arrived, waiting up to timeout for one.
+func (f *follower) first(key string, timeout time.Duration, ok func(*unstructured.Unstructured) bool) (time.Time, error) {
+	deadline := time.After(timeout)
+	for checked := 0; ; {
+		f.mu.Lock()
+		vs, ch := f.versions[key], f.changed
+		f.mu.Unlock()
+		for ; checked < len(vs); checked++ {
+			if ok(vs[checked].obj) {
+				return vs[checked].at, nil
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			var last any = "none"
+			if len(vs) > 0 {
+				last = vs[len(vs)-1].obj.Object["status"]
+			}
+			return time.Time{}, fmt.Errorf("%s: no version in %v matched; last status: %v", key, timeout, last)
+		}
+	}
+}
+
+// all returns the versions of resource/name seen so far.
+func (f *follower) all(key string) []seen {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seen(nil), f.versions[key]...)
+}
