@@ -30,9 +30,10 @@ type follower struct {
 }
 
 var (
-	gvrPeerRelays = schema.GroupVersionResource{Group: "peerrelay.io", Version: "v1alpha1", Resource: "peerrelays"}
-	gvrSecrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	gvrPods       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvrPeerRelays   = schema.GroupVersionResource{Group: "peerrelay.io", Version: "v1alpha1", Resource: "peerrelays"}
+	gvrSecrets      = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrPods         = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvrRelayConfigs = schema.GroupVersionResource{Group: "relay.peerrelay.io", Version: "v1alpha1", Resource: "relayconfigs"}
 )
 
 // follow starts watching gvrs in ns until the benchmark ends; it returns

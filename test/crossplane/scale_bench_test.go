@@ -96,9 +96,7 @@ func scaleRun(b *testing.B, n int, steady time.Duration) {
 	}
 	b.ReportMetric(mean(rcWrites), "writes/RelayConfig")
 	b.ReportMetric(mean(xrWrites), "writes/PeerRelay")
-	if open := s.writes.unresponsiveXRs(); len(open) > 0 {
-		b.Errorf("watch circuit breakers opened: %v", open)
-	}
+	s.noBreakerOpened(b)
 
 	time.Sleep(steady)
 	after := sample(b, procs)

@@ -262,7 +262,10 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 }
 
 // maxWritesToConverge bounds the writes a RelayConfig takes from creation
-// to Ready: see the closing note of the real-Crossplane issue.
+// to Ready: Crossplane creates it; the managed reconciler adds its
+// finalizer; the first observation (config Secret written, status and
+// conditions); the load balancer's address when it comes later; the device
+// ID once the replica has logged in (kept for cleanup).
 const maxWritesToConverge = 5
 
 // reportErrors logs what Crossplane and our processes logged as errors.
