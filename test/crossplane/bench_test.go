@@ -99,10 +99,7 @@ func BenchmarkApplyToReady(b *testing.B) {
 		i++
 		start := time.Now()
 		s.applyPeerRelay(b, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
-		ready, err := f.first("peerrelays/"+name, 3*time.Minute, func(u *unstructured.Unstructured) bool {
-			st, _ := condition(u, "PeerRelayReady")
-			return st == "True"
-		})
+		ready, err := f.trueAt([]string{"peerrelays/" + name}, "PeerRelayReady", 3*time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -114,18 +111,13 @@ func BenchmarkApplyToReady(b *testing.B) {
 				break
 			}
 		}
-		var lastPod time.Time
+		var pods []string
 		for r := range replicas {
-			at, err := f.first(fmt.Sprintf("pods/%s-%d-0", name, r), time.Second, func(u *unstructured.Unstructured) bool {
-				st, _ := condition(u, "Ready")
-				return st == "True"
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if at.After(lastPod) {
-				lastPod = at
-			}
+			pods = append(pods, fmt.Sprintf("pods/%s-%d-0", name, r))
+		}
+		lastPod, err := f.trueAt(pods, "Ready", time.Second)
+		if err != nil {
+			b.Fatal(err)
 		}
 		podToReady, applyToReady = append(podToReady, ready.Sub(lastPod)), append(applyToReady, ready.Sub(start))
 

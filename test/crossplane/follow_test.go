@@ -94,6 +94,25 @@ func (f *follower) first(key string, timeout time.Duration, ok func(*unstructure
 	}
 }
 
+// trueAt returns when the first version of each of keys with condition
+// typ True arrived, and the latest of those times.
+func (f *follower) trueAt(keys []string, typ string, timeout time.Duration) (time.Time, error) {
+	var last time.Time
+	for _, k := range keys {
+		at, err := f.first(k, timeout, func(u *unstructured.Unstructured) bool {
+			st, _ := condition(u, typ)
+			return st == "True"
+		})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, nil
+}
+
 // all returns the versions of resource/name seen so far.
 func (f *follower) all(key string) []seen {
 	f.mu.Lock()

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // cloud stands in for what a cluster in a cloud has and this one does not:
@@ -62,22 +63,13 @@ func (cl *cloud) lbAddress(svc *corev1.Service) string {
 
 // run reconciles every Service it is told of until ctx ends.
 func (cl *cloud) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := cl.cs.CoreV1().Services("").Watch(ctx, metav1.ListOptions{})
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
+	harness.Follow(ctx, func(ctx context.Context) (watch.Interface, error) {
+		return cl.cs.CoreV1().Services("").Watch(ctx, metav1.ListOptions{})
+	}, func(ev watch.Event) {
+		if svc, ok := ev.Object.(*corev1.Service); ok && ev.Type != watch.Deleted {
+			_ = cl.assign(ctx, svc)
 		}
-		for ev := range w.ResultChan() {
-			if svc, ok := ev.Object.(*corev1.Service); ok && ev.Type != watch.Deleted {
-				_ = cl.assign(ctx, svc)
-			}
-		}
-		w.Stop()
-	}
+	})
 }
 
 // assign writes the Service's load balancer address when it lacks it.

@@ -68,18 +68,13 @@ func scaleRun(b *testing.B, n int, steady time.Duration) {
 
 	start := time.Now()
 	s.createPeerRelays(b, ns, n, replicas)
-	var last time.Time
+	relays := make([]string, n)
 	for i := range n {
-		at, err := f.first(fmt.Sprintf("peerrelays/relay-%d", i), 30*time.Minute, func(u *unstructured.Unstructured) bool {
-			st, _ := condition(u, "PeerRelayReady")
-			return st == "True"
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if at.After(last) {
-			last = at
-		}
+		relays[i] = fmt.Sprintf("peerrelays/relay-%d", i)
+	}
+	last, err := f.trueAt(relays, "PeerRelayReady", 30*time.Minute)
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.ReportMetric(last.Sub(start).Seconds(), "all-ready-s")
 	// What is in flight lands (Crossplane's last status writes, the

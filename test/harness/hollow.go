@@ -23,8 +23,22 @@ var hollowIPs atomic.Uint32
 // pod's containers, volumes or probes runs. It follows pods through a
 // watch, as a kubelet does.
 func (n *Node) runHollow(ctx context.Context) {
+	Follow(ctx, func(ctx context.Context) (watch.Interface, error) {
+		return n.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+	}, func(ev watch.Event) {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+			n.hollowSync(ctx, p)
+		}
+	})
+}
+
+// Follow hands every event of the watch that open starts to handle, and
+// opens a new one whenever it ends, until ctx ends: a controller's loop
+// without its cache. A new watch starts with every existing object, so
+// nothing is missed across a reconnect.
+func Follow(ctx context.Context, open func(context.Context) (watch.Interface, error), handle func(watch.Event)) {
 	for ctx.Err() == nil {
-		w, err := n.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+		w, err := open(ctx)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -33,9 +47,7 @@ func (n *Node) runHollow(ctx context.Context) {
 			continue
 		}
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
-				n.hollowSync(ctx, p)
-			}
+			handle(ev)
 		}
 		w.Stop()
 	}
