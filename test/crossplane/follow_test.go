@@ -37,7 +37,10 @@ var (
 )
 
 // follow starts watching gvrs in ns until the benchmark ends; it returns
-// once every watch is established.
+// once every watch is established. A watch the API server ends (it closes
+// those it finds slow under load) is opened again from the last version
+// seen, or from the current state if that is too old: a lost event would
+// leave a benchmark waiting for a version it missed.
 func (s *system) follow(t testing.TB, ns string, gvrs ...schema.GroupVersionResource) *follower {
 	f := &follower{versions: map[string][]seen{}, changed: make(chan struct{})}
 	dc := dynamic.NewForConfigOrDie(s.AdminConfig)
@@ -49,10 +52,25 @@ func (s *system) follow(t testing.TB, ns string, gvrs ...schema.GroupVersionReso
 			t.Fatalf("watch %s in %s: %v", gvr.Resource, ns, err)
 		}
 		wg.Go(func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Error && ev.Type != watch.Bookmark {
-					f.add(gvr.Resource+"/"+u.GetName(), u)
+			rv := ""
+			for ctx.Err() == nil {
+				for ev := range w.ResultChan() {
+					u, ok := ev.Object.(*unstructured.Unstructured)
+					switch {
+					case ev.Type == watch.Error:
+						rv = "" // too old: start again from the current state
+					case ok:
+						rv = u.GetResourceVersion()
+						f.add(gvr.Resource+"/"+u.GetName(), u)
+					}
+				}
+				w.Stop()
+				for ctx.Err() == nil {
+					if w, err = dc.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv}); err == nil {
+						break
+					}
+					rv = ""
+					time.Sleep(200 * time.Millisecond)
 				}
 			}
 		})
