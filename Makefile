@@ -137,21 +137,30 @@ check-generate: generate
 		echo "generated files are stale: run 'make generate' and commit the result"; exit 1; fi
 
 # ---- Crossplane packages, built without Docker -----------------------------
-# Static binaries on an empty base (hack/imagebuild), embedded into each
-# package by the Crossplane CLI. Output: .cache/xpkg/*.xpkg
+# Static binaries on a distroless-like base (hack/imagebuild: CA roots, /tmp,
+# user 65532), embedded into each package by the Crossplane CLI, once per
+# architecture (ARCHES). Output: .cache/xpkg/<package>-$(VERSION)-<arch>.xpkg
+# and configuration-peerrelay-$(VERSION).xpkg; `crossplane xpkg push -f
+# a.xpkg,b.xpkg` pushes the architectures of a package as one image index.
 XPKG := $(CURDIR)/.cache/xpkg
 VERSION ?= v0.1.0
 REGISTRY ?= xpkg.crossplane.io/peerrelay
 XPKG_LDFLAGS := -s -w -buildid=
+ARCHES ?= amd64 arm64
 
 xpkg: $(BIN)/crank
 	@mkdir -p $(XPKG)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/function-peerrelay ./fn/cmd/function-peerrelay
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/provider-peerrelay ./provider/cmd/provider-peerrelay
-	$(GO) run ./hack/imagebuild -binary $(XPKG)/function-peerrelay -port 9443 -tag $(REGISTRY)/function-peerrelay-runtime:$(VERSION) -o $(XPKG)/function-image.tar
-	$(GO) run ./hack/imagebuild -binary $(XPKG)/provider-peerrelay -tag $(REGISTRY)/provider-peerrelay-runtime:$(VERSION) -o $(XPKG)/provider-image.tar
-	$(BIN)/crank xpkg build --package-root=package/function --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/function-image.tar -o $(XPKG)/function-peerrelay-$(VERSION).xpkg
-	$(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION).xpkg
+	rm -f $(XPKG)/*.xpkg
+	$(GO) build -o $(XPKG)/imagebuild ./hack/imagebuild
+	for arch in $(ARCHES); do \
+	  mkdir -p $(XPKG)/$$arch; \
+	  CGO_ENABLED=0 GOARCH=$$arch $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/$$arch/function-peerrelay ./fn/cmd/function-peerrelay; \
+	  CGO_ENABLED=0 GOARCH=$$arch $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/$$arch/provider-peerrelay ./provider/cmd/provider-peerrelay; \
+	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/function-peerrelay -port 9443 -tag $(REGISTRY)/function-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/function-image.tar; \
+	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/provider-peerrelay -tag $(REGISTRY)/provider-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/provider-image.tar; \
+	  $(BIN)/crank xpkg build --package-root=package/function --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/$$arch/function-image.tar -o $(XPKG)/function-peerrelay-$(VERSION)-$$arch.xpkg; \
+	  $(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/$$arch/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION)-$$arch.xpkg; \
+	done
 	$(BIN)/crank xpkg build --package-root=package/configuration --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
 
 # Each case is rendered by the same test that checks it against its golden

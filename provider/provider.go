@@ -3,6 +3,9 @@
 package provider
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -13,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -24,8 +28,11 @@ import (
 type ManagerOptions struct {
 	SyncPeriod     time.Duration
 	LeaderElection bool
-	MetricsAddress string // "0" turns metrics off
-	HealthAddress  string // "" or "0" turns probes off
+	// LeaderElectionNamespace holds the lease; "" is the pod's own
+	// namespace (in-cluster only).
+	LeaderElectionNamespace string
+	MetricsAddress          string // "0" turns metrics off
+	HealthAddress           string // "" or "0" turns probes off
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -43,20 +50,44 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctr
 	if health == "" {
 		health = "0"
 	}
-	return ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        "crossplane-leader-election-provider-peerrelay",
-		LeaderElectionNamespace: "",
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddress},
-		HealthProbeBindAddress:  health,
-		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SkipNameValidation},
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A stopping leader hands over at once: the next revision's pod, or
+		// the second replica, need not wait out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:        health,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &o.SkipNameValidation},
 		Cache: cache.Options{
 			SyncPeriod: &sync,
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}: {Label: relayconfig.CachedSecrets()},
 			},
 		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mgr, addHealthChecks(mgr)
+}
+
+// addHealthChecks serves /healthz (the process answers) and /readyz (its
+// caches have synced, so it sees what it reconciles). A replica waiting for
+// leadership is ready too: it is the standby a Deployment should keep.
+func addHealthChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("cache-sync", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
 	})
 }
 

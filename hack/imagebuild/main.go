@@ -1,12 +1,16 @@
 // Command imagebuild writes a runtime image for a static Go binary without
-// Docker: one layer holding the binary on an empty base, run as user 65532.
-// The image tarball is reproducible (fixed timestamps), for
+// Docker, shaped like distroless/static: the binary, the public CA roots at
+// /etc/ssl/certs/ca-certificates.crt (so HTTPS to the Tailscale API and AWS
+// works from the pod; SSL_CERT_FILE still overrides it), a world-writable
+// /tmp, run as user 65532. The image is for one platform (-arch) and the
+// tarball is reproducible (fixed timestamps), for
 // `crossplane xpkg build --embed-runtime-image-tarball`.
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
@@ -20,21 +24,27 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
 )
+
+// CABundle is where the image keeps the CA roots: the first path Go's
+// crypto/x509 (and most other TLS stacks) reads on Linux.
+const CABundle = "etc/ssl/certs/ca-certificates.crt"
 
 func main() {
 	bin := flag.String("binary", "", "static binary to put in the image")
 	tag := flag.String("tag", "", "image reference recorded in the tarball")
 	port := flag.String("port", "", "TCP port the program listens on, if any (e.g. 9443)")
+	arch := flag.String("arch", runtime.GOARCH, "the binary's architecture (GOARCH)")
 	out := flag.String("o", "", "output image tarball")
 	flag.Parse()
-	if err := run(*bin, *tag, *port, *out); err != nil {
+	if err := run(*bin, *tag, *port, *arch, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, tag, port, out string) error {
+func run(bin, tag, port, arch, out string) error {
 	if bin == "" || tag == "" || out == "" {
 		return fmt.Errorf("-binary, -tag and -o are required")
 	}
@@ -43,19 +53,12 @@ func run(bin, tag, port, out string) error {
 		return err
 	}
 	entry := "/" + path.Base(bin)
+	files, err := rootFS(entry[1:], data)
+	if err != nil {
+		return err
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		if err := tw.WriteHeader(&tar.Header{Name: entry[1:], Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Uid: 0, Gid: 0}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-		if err := tw.Close(); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(&buf), nil
+		return io.NopCloser(bytes.NewReader(files)), nil
 	})
 	if err != nil {
 		return err
@@ -77,7 +80,7 @@ func run(bin, tag, port, out string) error {
 		return err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
@@ -87,4 +90,46 @@ func run(bin, tag, port, out string) error {
 		return err
 	}
 	return tarball.WriteToFile(out, ref, img)
+}
+
+// rootFS is the image's one layer: directories, the CA roots, the binary.
+func rootFS(binName string, bin []byte) ([]byte, error) {
+	var roots bytes.Buffer
+	for r := range bundle.Roots() {
+		if r.Constraint != nil {
+			// A distrust-after date cannot be said in a PEM file; leaving
+			// the root out is what distributions' bundles do.
+			continue
+		}
+		if err := pem.Encode(&roots, &pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate}); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for _, d := range []struct {
+		name string
+		mode int64
+	}{{"etc/", 0o755}, {"etc/ssl/", 0o755}, {"etc/ssl/certs/", 0o755}, {"tmp/", 0o1777}} {
+		if err := tw.WriteHeader(&tar.Header{Name: d.name, Mode: d.mode, Typeflag: tar.TypeDir, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{CABundle, 0o644, roots.Bytes()}, {binName, 0o755, bin}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), Typeflag: tar.TypeReg, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

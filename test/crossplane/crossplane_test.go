@@ -28,8 +28,8 @@ import (
 
 const (
 	version = "v0.1.0"
-	// registryName is where the README's packages live; an ImageConfig
-	// sends Crossplane to the loopback registry instead.
+	// registryName is where the README's packages live; the test's
+	// registry answers as it.
 	registryName = "xpkg.crossplane.io/peerrelay"
 
 	v2API     = "peerrelay.io/v1alpha1"
@@ -86,37 +86,36 @@ func start(t testing.TB, o options) *system {
 		}
 		xpkgDir = filepath.Join(root, ".cache", "xpkg")
 	}
+	files := map[string][]string{}
 	for _, p := range []string{"function", "provider", "configuration"} {
-		if _, err := os.Stat(filepath.Join(xpkgDir, fmt.Sprintf("%s-peerrelay-%s.xpkg", p, version))); err != nil {
+		name := p + "-peerrelay"
+		files[name], _ = filepath.Glob(filepath.Join(xpkgDir, fmt.Sprintf("%s-%s*.xpkg", name, version)))
+		if len(files[name]) == 0 {
 			harness.Missing(t, "packages not built in %s: run `make xpkg`", xpkgDir)
 		}
 	}
-	harness.Tool(t, "function-peerrelay")
-	harness.Tool(t, "provider-peerrelay")
 
-	xo := harness.CrossplaneOptions{}
+	// The benchmarks' hollow node runs no pod: there Crossplane runs packages
+	// with the External runtime and the harness runs them as host processes.
+	xo := harness.CrossplaneOptions{ExternalRuntime: o.hollow}
 	if o.bench {
-		xo = harness.CrossplaneOptions{Quiet: true, PollInterval: time.Minute}
+		xo.Quiet, xo.PollInterval = true, time.Minute
+	}
+	if xo.ExternalRuntime {
+		harness.Tool(t, "function-peerrelay")
+		harness.Tool(t, "provider-peerrelay")
 	}
 	xp := harness.StartCrossplane(t, xo)
-	for _, p := range []string{"function", "provider", "configuration"} {
-		name := p + "-peerrelay"
-		xp.Registry.Push(t, filepath.Join(xpkgDir, fmt.Sprintf("%s-%s.xpkg", name, version)), "peerrelay/"+name, version)
+	// The packages keep their real names: the registry answers as
+	// xpkg.crossplane.io. Each architecture of a package is in one index.
+	for name, paths := range files {
+		xp.Registry.Push(t, "peerrelay/"+name, version, paths...)
 	}
-	// The registry a user names is rewritten to the loopback one, so the
-	// packages and the Configuration's dependencies keep their real names.
-	ic := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
-		"metadata": map[string]any{"name": "loopback-registry"},
-		"spec": map[string]any{
-			"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": registryName}},
-			"rewriteImage": map[string]any{"prefix": xp.Registry.Host + "/peerrelay"},
-		},
-	}}
-	harness.Eventually(t, 60*time.Second, "ImageConfig", func(context.Context) error { return xp.Admin.Create(t.Context(), ic) })
 
 	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}}
-	s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{Quiet: o.bench})
+	if xo.ExternalRuntime {
+		s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{Quiet: o.bench})
+	}
 	// The pods run for real: containerboot and tailscaled, logging in to a
 	// control server that answers as Tailscale's.
 	s.node = xp.StartNode(t, harness.NodeOptions{Hollow: o.hollow})
@@ -133,8 +132,10 @@ func start(t testing.TB, o options) *system {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := s.Kubectl(t, "get", "-A", "-o", "yaml", "providers,providerrevisions,relayconfigs,peerrelays.peerrelay.io,xpeerrelays,statefulsets")
+			out, _ := s.Kubectl(t, "get", "-A", "-o", "yaml", "providers,providerrevisions,functions,functionrevisions,configurations,relayconfigs,peerrelays.peerrelay.io,xpeerrelays,statefulsets,deployments")
 			t.Logf("---- state at failure ----\n%s", out)
+			out, _ = s.Kubectl(t, "get", "pods", "-A", "-o", "wide")
+			t.Logf("---- pods at failure ----\n%s", out)
 		}
 	})
 	return s
@@ -558,7 +559,7 @@ func (s *system) deleteNamespace(ctx context.Context, t *testing.T) {
 	}
 	s.applyPeerRelay(t, ns, name, "replicas: 2")
 	s.waitComposed(ctx, t, ns, name, 2)
-	s.runtime.WhileProviderDown(func() {
+	s.whileProviderDown(func() {
 		if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,9 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -268,19 +270,32 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 // ID once the replica has logged in (kept for cleanup).
 const maxWritesToConverge = 5
 
-// reportErrors logs what Crossplane and our processes logged as errors.
+// reportErrors logs what Crossplane and our processes or pods logged as
+// errors.
 func (s *system) reportErrors(t testing.TB) {
-	for _, p := range []*harness.Process{s.Core, s.RBAC, s.runtime.Function, s.runtime.Provider()} {
-		if p == nil {
-			continue
+	logs := map[string]string{}
+	for _, p := range []*harness.Process{s.Core, s.RBAC} {
+		logs[p.Name] = p.Log.String()
+	}
+	if s.runtime != nil {
+		for _, p := range []*harness.Process{s.runtime.Function, s.runtime.Provider()} {
+			if p != nil {
+				logs[p.Name] = p.Log.String()
+			}
 		}
+	} else if s.node != nil {
+		for _, prefix := range []string{functionName, providerName} {
+			maps.Copy(logs, s.node.LogsByPrefix(harness.CrossplaneNamespace, prefix))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(logs)) {
 		var errs []string
-		for _, l := range strings.Split(p.Log.String(), "\n") {
+		for _, l := range strings.Split(logs[name], "\n") {
 			if strings.Contains(l, `"level":"error"`) || strings.Contains(l, "\tERROR\t") || strings.Contains(l, " ERROR ") {
 				errs = append(errs, l)
 			}
 		}
-		t.Logf("%s logged %d errors", p.Name, len(errs))
+		t.Logf("%s logged %d errors", name, len(errs))
 		for _, e := range errs[:min(len(errs), 40)] {
 			t.Logf("  %s", e)
 		}

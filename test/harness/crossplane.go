@@ -39,8 +39,9 @@ const (
 // namespaces, ServiceAccounts, ClusterRole aggregation), Crossplane core and
 // its RBAC manager each as their own ServiceAccount with the RBAC Crossplane's
 // Helm chart gives them, and a loopback registry holding our packages.
-// Packages run with the External runtime: Runtime (runtime.go) does what a
-// package runtime would for our function and provider.
+// Packages run in Crossplane's default package runtime: a Deployment per
+// revision, whose pods the test node runs from the package's image; with
+// ExternalRuntime, Runtime (runtime.go) plays that part with host processes.
 type Crossplane struct {
 	API *APIServer
 	// Admin is a cluster-admin client: the test acting as a user.
@@ -50,6 +51,8 @@ type Crossplane struct {
 	Kubeconfig string
 	Registry   *Registry
 	Dir        string
+
+	dns *clusterDNS
 
 	KCM, Core, RBAC *Process
 }
@@ -61,6 +64,13 @@ type CrossplaneOptions struct {
 	// Quiet runs Crossplane without --debug, as a platform does: for
 	// benchmarks, where debug logging would be counted as Crossplane's cost.
 	Quiet bool
+	// ExternalRuntime runs Crossplane with --package-runtime=External, for
+	// a hollow node that runs no pod: StartRuntime then runs the function
+	// and the provider as host processes.
+	ExternalRuntime bool
+	// RegistryHost is the registry the packages are named under; the test's
+	// registry answers as it. Default xpkg.crossplane.io.
+	RegistryHost string
 }
 
 // StartCrossplane starts everything but our packages; it stops when the test
@@ -72,6 +82,9 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 15 * time.Second
+	}
+	if o.RegistryHost == "" {
+		o.RegistryHost = "xpkg.crossplane.io"
 	}
 	ctx := context.Background()
 	c := &Crossplane{API: startAPIServer(t, true), Dir: t.TempDir()}
@@ -94,7 +107,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	}
 	c.KCM = StartProcess(t, "kube-controller-manager", Tool(t, "kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--root-ca-file=" + rootCA,
-		"--controllers=garbagecollector,statefulset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher",
+		"--controllers=garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher",
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--concurrent-statefulset-syncs=10",
 	}, nil)
@@ -147,6 +160,18 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		"rbac", "start", "--provider-clusterrole=crossplane:allowed-provider-permissions",
 	}, []string{"KUBECONFIG=" + rbacKC, "POD_NAMESPACE=" + CrossplaneNamespace})
 
+	// The registry answers as the packages' real host, found through the
+	// cluster DNS Crossplane core resolves with, and trusted through its CA
+	// bundle flag, as a private registry is.
+	c.Registry = StartRegistry(t, o.RegistryHost)
+	c.dns = startClusterDNS(t, c.Admin, c.Dir)
+	regIP, _, _ := net.SplitHostPort(c.Registry.Addr)
+	c.dns.Set(o.RegistryHost, regIP)
+	caBundle := filepath.Join(c.Dir, "registry-ca.crt")
+	if err := os.WriteFile(caBundle, c.Registry.CA, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	cache := filepath.Join(c.Dir, "xpkg-cache")
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		t.Fatal(err)
@@ -155,15 +180,19 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if o.Quiet {
 		debug = nil
 	}
-	c.Core = StartProcess(t, "crossplane core", Tool(t, "crossplane"), append([]string{
-		"core", "start", "--package-runtime=External", "--enable-webhooks=false",
-		"--xpkg-cache-dir=" + cache,
+	args := []string{
+		"core", "start", "--enable-webhooks=false",
+		"--xpkg-cache-dir=" + cache, "--ca-bundle-path=" + caBundle,
 		// Port 0: any free port; nothing here reads them.
 		"--metrics-port=0", "--health-probe-port=0",
 		"--poll-interval=" + o.PollInterval.String(),
-	}, debug...), append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
-
-	c.Registry = StartRegistry(t)
+	}
+	if o.ExternalRuntime {
+		args = append(args, "--package-runtime=External")
+	}
+	bin, args := inMountNamespace(c.dns.resolvConf, Tool(t, "crossplane"), append(args, debug...))
+	c.Core = StartProcess(t, "crossplane core", bin, args,
+		append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
 	return c
 }
 

@@ -34,7 +34,13 @@ type DNS struct {
 // StartDNS starts the server; it stops when the test ends.
 func StartDNS(t testing.TB) *DNS {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	return startDNSOn(t, "127.0.0.1:0")
+}
+
+// startDNSOn starts the server on addr (UDP).
+func startDNSOn(t testing.TB, addr string) *DNS {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

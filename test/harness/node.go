@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,19 +25,25 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // NodeName is the one node of the test cluster.
 const NodeName = "node-0"
 
 // Node is the test cluster's node: it binds every pod to itself as a
-// scheduler would, and runs it as a kubelet would. Every image is taken to
-// be the tailscale image: a container without a command runs containerboot
-// (built from tailscale.com v1.102.5) with tailscaled and tailscale on its
-// PATH. Each pod gets its own network namespace and address on a bridge,
+// scheduler would, and runs it as a kubelet would. An image from the test's
+// registry (our packages, which Crossplane's package runtime runs as
+// Deployments) is pulled for this machine's architecture and unpacked as
+// the pod's root; its entrypoint, command, env and user apply as a
+// kubelet applies them. The tailscale image is played: a container without
+// a command runs containerboot (built from tailscale.com v1.102.5) with
+// tailscaled and tailscale on its PATH. Each pod gets its own network namespace and address on a bridge,
 // and a private mount namespace whose root is the pod's own folder: the
 // binaries, /dev and /proc bound in, its volumes mounted where the pod spec
 // says (Secrets in the kubelet's atomic ..data layout, kept up to date;
@@ -56,6 +63,7 @@ type Node struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podRun
+	hold func(*corev1.Pod) bool // pods not run (Hold)
 }
 
 // NodeOptions are what the node's world looks like from inside a pod.
@@ -69,6 +77,9 @@ type NodeOptions struct {
 	// Hollow runs no pod: each is bound and reported Running and Ready
 	// at once (see runHollow). For control-plane benchmarks at scale.
 	Hollow bool
+	// Registry is where images other than tailscale's are pulled from;
+	// default the Crossplane's.
+	Registry *Registry
 }
 
 // StartNode starts the node; it stops every pod's processes and removes
@@ -78,6 +89,9 @@ func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
 	cs, err := kubernetes.NewForConfig(c.AdminConfig)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.Registry == nil {
+		o.Registry = c.Registry
 	}
 	n := &Node{admin: c.Admin, cs: cs, o: o, pods: map[types.UID]*podRun{}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{corev1.LabelHostname: NodeName}}}
@@ -160,6 +174,33 @@ func proxyTCP(t testing.TB, listen, target string) func() {
 	return func() { _ = l.Close() }
 }
 
+// Hold stops the pods match selects and keeps them from running until
+// release is called, while the API still shows them: a node that lost
+// them. Use it to take a package's pod down (a provider crashed or
+// lagging) under a runtime that would replace a deleted pod at once.
+func (n *Node) Hold(match func(*corev1.Pod) bool) (release func()) {
+	n.mu.Lock()
+	n.hold = match
+	n.mu.Unlock()
+	// Return once no held pod runs (the node's next pass stops them).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		running := false
+		n.mu.Lock()
+		for _, r := range n.pods {
+			running = running || match(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: r.name}})
+		}
+		n.mu.Unlock()
+		if !running {
+			break
+		}
+	}
+	return func() {
+		n.mu.Lock()
+		n.hold = nil
+		n.mu.Unlock()
+	}
+}
+
 // Logs returns what a pod's container printed so far.
 func (n *Node) Logs(ns, name string) string {
 	n.mu.Lock()
@@ -170,6 +211,20 @@ func (n *Node) Logs(ns, name string) string {
 		}
 	}
 	return ""
+}
+
+// LogsByPrefix returns what the containers of the pods in ns whose names
+// start with prefix printed so far, by pod name: a Deployment's pods.
+func (n *Node) LogsByPrefix(ns, prefix string) map[string]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]string{}
+	for _, r := range n.pods {
+		if r.ns == ns && strings.HasPrefix(r.name, prefix) {
+			out[r.name] = r.log.String()
+		}
+	}
+	return out
 }
 
 // Socket is the tailscaled LocalAPI socket of a running pod (containerboot's
@@ -219,7 +274,20 @@ func (n *Node) pass(ctx context.Context) {
 		}
 		n.mu.Lock()
 		r := n.pods[p.UID]
+		held := n.hold != nil && n.hold(p)
 		n.mu.Unlock()
+		if held && p.DeletionTimestamp == nil {
+			if r != nil {
+				r.stop(time.Second)
+				n.mu.Lock()
+				delete(n.pods, p.UID)
+				n.mu.Unlock()
+			}
+			if w := p.Status.ContainerStatuses; len(w) != 1 || w[0].State.Waiting == nil || w[0].State.Waiting.Reason != "Held" {
+				n.setWaiting(ctx, p, "Held", "the test holds this pod off the node")
+			}
+			continue
+		}
 		switch {
 		case p.DeletionTimestamp != nil:
 			if r != nil {
@@ -281,6 +349,15 @@ func (n *Node) admit(ctx context.Context, p *corev1.Pod) {
 	r := &podRun{
 		ns: p.Namespace, name: p.Name, uid: p.UID, log: &SyncBuffer{}, dir: filepath.Join(n.dir, string(p.UID)),
 		quit: make(chan struct{}), exited: make(chan struct{}),
+	}
+	if image := p.Spec.Containers[0].Image; !tailscaleImage(image) {
+		cfg, err := n.pullImage(ctx, image, filepath.Join(r.dir, "root"))
+		if err != nil {
+			_ = os.RemoveAll(r.dir)
+			n.setWaiting(ctx, p, "ErrImagePull", err.Error())
+			return
+		}
+		r.image = cfg
 	}
 	mounts, err := n.prepareVolumes(ctx, p, r)
 	if err != nil {
@@ -373,13 +450,17 @@ func (n *Node) writeEtc(r *podRun, p *corev1.Pod) error {
 	for _, h := range o.Hosts {
 		hosts += h + "\n"
 	}
-	bundle, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	bundle = append(bundle, o.TrustedCA...)
-	for f, b := range map[string][]byte{
-		"etc/hosts":                         []byte(hosts),
-		"etc/resolv.conf":                   []byte("nameserver " + n.net.Gateway.String() + "\noptions ndots:5\n"),
-		"etc/ssl/certs/ca-certificates.crt": bundle,
-	} {
+	files := map[string][]byte{
+		"etc/hosts":       []byte(hosts),
+		"etc/resolv.conf": []byte("nameserver " + n.net.Gateway.String() + "\noptions ndots:5\n"),
+	}
+	if r.image == nil {
+		// The played tailscale image: the host's CA bundle stands in for
+		// the image's. A pulled image keeps its own.
+		bundle, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+		files["etc/ssl/certs/ca-certificates.crt"] = append(bundle, o.TrustedCA...)
+	}
+	for f, b := range files {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755); err != nil {
 			return err
 		}
@@ -393,6 +474,12 @@ func (n *Node) writeEtc(r *podRun, p *corev1.Pod) error {
 func (n *Node) setWaiting(ctx context.Context, p *corev1.Pod, reason, msg string) {
 	orig := p.DeepCopy()
 	p.Status.Phase = corev1.PodPending
+	now := metav1.Now()
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: now, Reason: reason},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now, Reason: reason},
+	}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
 		Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
@@ -400,23 +487,47 @@ func (n *Node) setWaiting(ctx context.Context, p *corev1.Pod, reason, msg string
 	_ = n.admin.Status().Patch(ctx, p, client.MergeFrom(orig))
 }
 
-// probe runs an HTTP readiness probe against the pod's address.
-func probe(ip netip.Addr, h *corev1.HTTPGetAction, timeout time.Duration) bool {
-	port := h.Port.IntValue()
-	if port == 0 {
-		return false // named ports: not used by our pods
+// probe runs a readiness probe (HTTP GET or TCP connect) against the pod's
+// address; a port may be named after one of the container's ports.
+func probe(ip netip.Addr, c *corev1.Container, rp *corev1.Probe) bool {
+	timeout := time.Duration(max(rp.TimeoutSeconds, 1)) * time.Second
+	port := func(p intstr.IntOrString) string {
+		if p.Type == intstr.String {
+			for _, cp := range c.Ports {
+				if cp.Name == p.StrVal {
+					return strconv.Itoa(int(cp.ContainerPort))
+				}
+			}
+			return "0"
+		}
+		return strconv.Itoa(p.IntValue())
 	}
-	scheme := strings.ToLower(string(h.Scheme))
-	if scheme == "" {
-		scheme = "http"
+	switch {
+	case rp.HTTPGet != nil:
+		h := rp.HTTPGet
+		scheme := strings.ToLower(string(h.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		cl := &http.Client{Timeout: timeout, Transport: &http.Transport{
+			// As the kubelet: an HTTPS probe does not verify the certificate.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet's own behaviour
+		}}
+		resp, err := cl.Get(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(ip.String(), port(h.Port)), path.Clean("/"+h.Path)))
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode >= 200 && resp.StatusCode < 400
+	case rp.TCPSocket != nil:
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), port(rp.TCPSocket.Port)), timeout)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
 	}
-	cl := &http.Client{Timeout: timeout}
-	resp, err := cl.Get(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(ip.String(), strconv.Itoa(port)), path.Clean("/"+h.Path)))
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode >= 200 && resp.StatusCode < 400
+	return true // exec and gRPC probes: not used by our pods
 }
 
 // runtimeScript is run in the pod's network namespace by `ip netns exec`,
@@ -434,14 +545,19 @@ func (r *podRun) runtimeScript(bin string, c *corev1.Container, uid, gid int64, 
 		}
 	}
 	s = append(s, "set -e")
-	for _, d := range []string{"usr/local/bin", "dev", "proc", "tmp"} {
+	for _, d := range []string{"dev", "proc", "tmp"} {
 		mkdir(d)
+	}
+	if r.image == nil {
+		mkdir("usr/local/bin")
 	}
 	for _, m := range r.mounts {
 		mkdir(m.target)
 	}
 	s = append(s, fmt.Sprintf("mount --bind %s %s", q(root), q(root)))
-	bind(bin, "usr/local/bin", true)
+	if r.image == nil {
+		bind(bin, "usr/local/bin", true)
+	}
 	bind("/dev", "dev", false)
 	bind("/proc", "proc", false)
 	for _, m := range r.mounts {
@@ -450,10 +566,7 @@ func (r *podRun) runtimeScript(bin string, c *corev1.Container, uid, gid int64, 
 	if readOnlyRoot {
 		s = append(s, fmt.Sprintf("mount -o remount,bind,ro %s", q(root)))
 	}
-	argv := append(append([]string{}, c.Command...), c.Args...)
-	if len(c.Command) == 0 {
-		argv = append([]string{"/usr/local/bin/containerboot"}, c.Args...)
-	}
+	argv := r.argv(c)
 	for i := range argv {
 		argv[i] = q(argv[i])
 	}
@@ -461,10 +574,29 @@ func (r *podRun) runtimeScript(bin string, c *corev1.Container, uid, gid int64, 
 	return strings.Join(s, "\n")
 }
 
-// identity is the user and group the container runs as.
-func identity(p *corev1.Pod, c *corev1.Container) (uid, gid int64, readOnlyRoot bool) {
+// argv is what the container runs, as a kubelet combines the container's
+// command and args with the image's entrypoint and cmd.
+func (r *podRun) argv(c *corev1.Container) []string {
+	entrypoint, cmd := []string{"/usr/local/bin/containerboot"}, []string(nil)
+	if r.image != nil {
+		entrypoint, cmd = r.image.Entrypoint, r.image.Cmd
+	}
+	switch {
+	case len(c.Command) > 0:
+		return append(append([]string{}, c.Command...), c.Args...)
+	case len(c.Args) > 0:
+		return append(append([]string{}, entrypoint...), c.Args...)
+	default:
+		return append(append([]string{}, entrypoint...), cmd...)
+	}
+}
+
+// identity is the user and group the container runs as: the image's,
+// unless the pod or container says otherwise.
+func identity(p *corev1.Pod, c *corev1.Container, image *v1.Config) (uid, gid int64, readOnlyRoot bool) {
+	uid, gid = imageUser(image)
 	if ps := p.Spec.SecurityContext; ps != nil {
-		uid, gid = ptr.Deref(ps.RunAsUser, 0), ptr.Deref(ps.RunAsGroup, 0)
+		uid, gid = ptr.Deref(ps.RunAsUser, uid), ptr.Deref(ps.RunAsGroup, gid)
 	}
 	if cs := c.SecurityContext; cs != nil {
 		uid = ptr.Deref(cs.RunAsUser, uid)
@@ -477,11 +609,11 @@ func identity(p *corev1.Pod, c *corev1.Container) (uid, gid int64, readOnlyRoot 
 // startContainer starts the container's processes in the pod's sandbox.
 func (r *podRun) startContainer(n *Node, p *corev1.Pod) (*exec.Cmd, error) {
 	c := &p.Spec.Containers[0]
-	env, err := n.containerEnv(context.Background(), p, c)
+	env, err := n.containerEnv(context.Background(), p, c, r.image)
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, ro := identity(p, c)
+	uid, gid, ro := identity(p, c, r.image)
 	cmd := exec.Command("ip", "netns", "exec", r.netns, "/bin/sh", "-c", r.runtimeScript(n.bin, c, uid, gid, ro))
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = r.log, r.log

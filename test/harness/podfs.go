@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // errWaiting: the pod cannot start yet (a Secret it needs does not exist);
@@ -255,11 +257,11 @@ func fieldValue(p *corev1.Pod, path string) (string, error) {
 	return "", fmt.Errorf("unsupported fieldRef %q", path)
 }
 
-// containerEnv is what the kubelet gives a container: the image's PATH,
+// containerEnv is what the kubelet gives a container: the image's env,
 // the kubernetes Service and, unless enableServiceLinks is false, every
 // Service of the namespace as docker-link variables, then the container's
 // own env with fieldRefs resolved and $(VAR) expanded.
-func (n *Node) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container) ([]string, error) {
+func (n *Node) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, image *v1.Config) ([]string, error) {
 	var names []string
 	vals := map[string]string{}
 	set := func(k, v string) {
@@ -269,6 +271,13 @@ func (n *Node) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contai
 		vals[k] = v
 	}
 	set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	if image != nil {
+		for _, kv := range image.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				set(k, v)
+			}
+		}
+	}
 	if ptr.Deref(p.Spec.EnableServiceLinks, true) {
 		svcs := &corev1.ServiceList{}
 		if err := n.admin.List(ctx, svcs, client.InNamespace(p.Namespace)); err != nil {

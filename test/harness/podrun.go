@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // podRun is one pod the node runs: its sandbox and its container.
@@ -26,6 +28,7 @@ type podRun struct {
 	ip       netip.Addr
 	mounts   []mount
 	log      *SyncBuffer
+	image    *v1.Config // nil: the played tailscale image
 
 	terminating atomic.Bool
 	stopOnce    sync.Once
@@ -97,6 +100,12 @@ func (r *podRun) probeUntilExit(n *Node, p *corev1.Pod, started metav1.Time, exi
 	var initial <-chan time.Time
 	if rp != nil {
 		initial = time.After(time.Duration(rp.InitialDelaySeconds) * time.Second)
+	} else {
+		// No readiness probe: ready once running, as on a kubelet.
+		r.mu.Lock()
+		r.ready = true
+		r.mu.Unlock()
+		n.writeStatus(r, p, started, nil)
 	}
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -117,9 +126,8 @@ func (r *podRun) probeUntilExit(n *Node, p *corev1.Pod, started metav1.Time, exi
 			continue
 		}
 		ok := true
-		if rp != nil && rp.HTTPGet != nil {
-			timeout := time.Duration(max(rp.TimeoutSeconds, 1)) * time.Second
-			ok = probe(r.ip, rp.HTTPGet, timeout)
+		if rp != nil {
+			ok = probe(r.ip, c, rp)
 		}
 		r.mu.Lock()
 		was := r.ready

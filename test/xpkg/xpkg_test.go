@@ -4,15 +4,23 @@
 package xpkg
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/x509"
+	"debug/elf"
+	"errors"
+	"io"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg/parser"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,15 +28,23 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
-func open(t *testing.T, name string) v1.Image {
+// arches are the architectures every package with a runtime is built for.
+var arches = []string{"amd64", "arm64"}
+
+// open opens a built package: name-vX.xpkg, or with arch name-vX-arch.xpkg.
+func open(t *testing.T, name, arch string) v1.Image {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(root, ".cache/xpkg", name+"-v*.xpkg"))
+	pattern := name + "-v*.xpkg"
+	if arch != "" {
+		pattern = name + "-v*-" + arch + ".xpkg"
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, ".cache/xpkg", pattern))
 	if len(matches) == 0 {
-		harness.Missing(t, "no %s package in .cache/xpkg: run `make xpkg`", name)
+		harness.Missing(t, "no %s package in .cache/xpkg: run `make xpkg`", pattern)
 	}
 	img, err := tarball.ImageFromPath(matches[0], nil)
 	if err != nil {
@@ -79,47 +95,118 @@ func TestPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			img := open(t, name)
-			rc, err := xpkg.ExtractPackageYAML(img)
-			if err != nil {
-				t.Fatalf("package.yaml: %v", err)
-			}
-			defer func() { _ = rc.Close() }()
-			pkg, err := parser.New(metaScheme, objScheme).Parse(context.Background(), rc)
-			if err != nil {
-				t.Fatalf("Crossplane's parser rejects the package: %v", err)
-			}
-			if err := tc.linter.Lint(pkg); err != nil {
-				t.Fatalf("Crossplane's linter rejects the package: %v", err)
-			}
-			var got []string
-			for _, o := range pkg.GetObjects() {
-				got = append(got, kindName(t, o))
-			}
-			sort.Strings(got)
-			if !slices.Equal(got, tc.objects) {
-				t.Errorf("objects: want %v, got %v", tc.objects, got)
+		for _, arch := range arches {
+			if tc.entrypoint == "" && arch != arches[0] {
+				continue
 			}
 			if tc.entrypoint == "" {
-				return
+				arch = ""
 			}
-			cf, err := img.ConfigFile()
-			if err != nil {
+			t.Run(name+"/"+arch, func(t *testing.T) {
+				checkPackage(t, name, arch, tc.linter, tc.objects, tc.entrypoint, tc.port, metaScheme, objScheme)
+			})
+		}
+	}
+}
+
+// checkPackage checks one built package: Crossplane's parser and linter
+// accept it, it holds the objects it should, and its runtime image (for
+// arch) runs the right binary, as a non-root user, with CA roots.
+func checkPackage(t *testing.T, name, arch string, linter parser.Linter, objects []string, entrypoint, port string, metaScheme, objScheme parser.ObjectCreaterTyper) {
+	img := open(t, name, arch)
+	rc, err := xpkg.ExtractPackageYAML(img)
+	if err != nil {
+		t.Fatalf("package.yaml: %v", err)
+	}
+	defer func() { _ = rc.Close() }()
+	pkg, err := parser.New(metaScheme, objScheme).Parse(context.Background(), rc)
+	if err != nil {
+		t.Fatalf("Crossplane's parser rejects the package: %v", err)
+	}
+	if err := linter.Lint(pkg); err != nil {
+		t.Fatalf("Crossplane's linter rejects the package: %v", err)
+	}
+	var got []string
+	for _, o := range pkg.GetObjects() {
+		got = append(got, kindName(t, o))
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, objects) {
+		t.Errorf("objects: want %v, got %v", objects, got)
+	}
+	if entrypoint == "" {
+		return
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cf.Config.Entrypoint, []string{entrypoint}) {
+		t.Errorf("entrypoint: want %s, got %v", entrypoint, cf.Config.Entrypoint)
+	}
+	if cf.OS != "linux" || cf.Architecture != arch {
+		t.Errorf("platform: want linux/%s, got %s/%s", arch, cf.OS, cf.Architecture)
+	}
+	checkFiles(t, img, entrypoint, arch)
+	if cf.Config.User != "65532:65532" {
+		t.Errorf("user: want 65532:65532 (non-root), got %q", cf.Config.User)
+	}
+	if port != "" {
+		if _, ok := cf.Config.ExposedPorts[port]; !ok {
+			t.Errorf("exposed ports: want %s, got %v", port, cf.Config.ExposedPorts)
+		}
+	}
+}
+
+// elfMachines is the ELF machine each GOARCH's binaries are built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// checkFiles reads the image's file system: the entrypoint is a static
+// executable for arch, and the CA roots Go reads on Linux are there, so
+// HTTPS to the Tailscale API and AWS verifies from the pod.
+func checkFiles(t *testing.T, img v1.Image, entrypoint, arch string) {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer func() { _ = rc.Close() }()
+	files := map[string][]byte{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "/" + strings.TrimPrefix(h.Name, "/")
+		if name == entrypoint || name == "/etc/ssl/certs/ca-certificates.crt" {
+			if files[name], err = io.ReadAll(tr); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(cf.Config.Entrypoint, []string{tc.entrypoint}) {
-				t.Errorf("entrypoint: want %s, got %v", tc.entrypoint, cf.Config.Entrypoint)
-			}
-			if cf.Config.User != "65532:65532" {
-				t.Errorf("user: want 65532:65532 (non-root), got %q", cf.Config.User)
-			}
-			if tc.port != "" {
-				if _, ok := cf.Config.ExposedPorts[tc.port]; !ok {
-					t.Errorf("exposed ports: want %s, got %v", tc.port, cf.Config.ExposedPorts)
-				}
-			}
-		})
+		}
+	}
+	bin, ok := files[entrypoint]
+	if !ok {
+		t.Fatalf("the image has no %s", entrypoint)
+	}
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		t.Fatalf("%s is not an ELF executable: %v", entrypoint, err)
+	}
+	if f.Machine != elfMachines[arch] {
+		t.Errorf("%s is built for %v, want %v (%s)", entrypoint, f.Machine, elfMachines[arch], arch)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s is dynamically linked: the image has no libc", entrypoint)
+		}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(files["/etc/ssl/certs/ca-certificates.crt"]) {
+		t.Fatal("the image has no CA roots at /etc/ssl/certs/ca-certificates.crt")
+	}
+	if n := len(pool.Subjects()); n < 100 { //nolint:staticcheck // counting, not verifying
+		t.Errorf("the image's CA bundle holds %d roots; a public bundle has over 100", n)
 	}
 }
 

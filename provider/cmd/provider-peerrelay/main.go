@@ -25,7 +25,8 @@ type CLI struct {
 	Debug            bool          `short:"d" help:"Run with debug logging."`
 	Poll             time.Duration `default:"10m" help:"How often to re-resolve every RelayConfig even without a change (watches deliver changes at once)."`
 	Sync             time.Duration `short:"s" default:"1h" help:"Controller manager sync period."`
-	LeaderElection   bool          `env:"LEADER_ELECTION" help:"Use leader election, for running more than one replica."`
+	LeaderElection   bool          `env:"LEADER_ELECTION" default:"true" negatable:"" help:"Use leader election (on by default): only one replica reconciles, so two pods of a Deployment, or an old and a new revision, never mint a key twice."`
+	LeaseNamespace   string        `env:"POD_NAMESPACE" help:"Namespace of the leader election lease; default the pod's own."`
 	MaxReconcileRate int           `default:"10" help:"The global maximum rate per second at which resources may be checked for drift."`
 	MetricsAddress   string        `default:":8080" help:"Address to serve Prometheus metrics on."`
 	HealthAddress    string        `default:":8081" help:"Address to serve health probes on."`
@@ -46,7 +47,7 @@ func (c *CLI) Run() error {
 		return err
 	}
 	mgr, err := provider.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), scheme, provider.ManagerOptions{
-		SyncPeriod: c.Sync, LeaderElection: c.LeaderElection,
+		SyncPeriod: c.Sync, LeaderElection: c.LeaderElection, LeaderElectionNamespace: c.LeaseNamespace,
 		MetricsAddress: c.MetricsAddress, HealthAddress: c.HealthAddress,
 	})
 	if err != nil {
