@@ -62,24 +62,28 @@ func startAPIServer(t testing.TB, pods bool, crdDirs ...string) *APIServer {
 	if pods {
 		apiServer.Configure().Disable("disable-admission-plugins")
 	}
-	// What a pod dials is https://kubernetes.default.svc, which envtest's own
-	// certificate does not name: the server shows this one to such a client.
+	// A pod dials https://kubernetes.default.svc (containerboot) or
+	// https://10.0.0.1 (client-go's in-cluster config, no SNI): the server's
+	// own certificate names both, and 127.0.0.1 for the test's clients.
+	// envtest uses the certificates it finds in CertDir; the clients it
+	// configures trust the CA given here.
 	ca, caKey, err := newCA("cluster-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := signCert(ca, caKey, []string{"kubernetes.default.svc", "kubernetes.default", "kubernetes", "kubernetes.default.svc.cluster.local"}, []net.IP{KubernetesServiceIP})
+	svc, err := signCert(ca, caKey,
+		[]string{"localhost", "kubernetes.default.svc", "kubernetes.default", "kubernetes", "kubernetes.default.svc.cluster.local"},
+		[]net.IP{net.IPv4(127, 0, 0, 1), KubernetesServiceIP})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, key := filepath.Join(apiServer.CertDir, "in-cluster.crt"), filepath.Join(apiServer.CertDir, "in-cluster.key")
-	if err := os.WriteFile(crt, svc.Cert, 0o600); err != nil {
-		t.Fatal(err)
+	// Service account tokens are signed with the cluster CA's key.
+	for name, b := range map[string][]byte{"apiserver.crt": svc.Cert, "apiserver.key": svc.Key, "sa-signer.crt": ca, "sa-signer.key": caKey} {
+		if err := os.WriteFile(filepath.Join(apiServer.CertDir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(key, svc.Key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	apiServer.Configure().Append("tls-sni-cert-key", crt+","+key)
+	apiServer.SecureServing.CA = ca
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -39,6 +40,25 @@ type podRun struct {
 	cmd      *exec.Cmd
 	ready    bool
 	restarts int32
+	last     *corev1.ContainerStateTerminated // how the container last ended
+}
+
+// recordExit keeps how the container ended, as a kubelet's lastState does,
+// with the end of its output as the message (terminationMessagePolicy
+// FallbackToLogsOnError): what a crash loop says.
+func (r *podRun) recordExit(err error) {
+	code := int32(0)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = int32(ee.ExitCode())
+	}
+	reason := "Completed"
+	if err != nil {
+		reason = "Error"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: tail(r.log.String(), 2048), FinishedAt: metav1.Now()}
 }
 
 // supervise runs the container, restarts it when it exits (the kubelet's
@@ -115,6 +135,7 @@ func (r *podRun) probeUntilExit(n *Node, p *corev1.Pod, started metav1.Time, exi
 		case <-r.quit:
 			return true
 		case err := <-exited:
+			r.recordExit(err)
 			_, _ = r.log.Write([]byte("node: container exited: " + errString(err) + "\n"))
 			return false
 		case <-initial:
@@ -165,7 +186,7 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 		return
 	}
 	r.mu.Lock()
-	ready, restarts := r.ready, r.restarts
+	ready, restarts, last := r.ready, r.restarts, r.last
 	r.mu.Unlock()
 	orig := cur.DeepCopy()
 	now := metav1.Now()
@@ -177,6 +198,9 @@ func (n *Node) writeStatus(r *podRun, p *corev1.Pod, started metav1.Time, waitin
 	}
 	c := &cur.Spec.Containers[0]
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: ready, RestartCount: restarts, Started: ptr.To(waiting == nil)}
+	if last != nil {
+		cs.LastTerminationState.Terminated = last
+	}
 	if waiting != nil {
 		cs.State.Waiting = waiting
 	} else {
