@@ -12,6 +12,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"testing"
 	"time"
 )
 
@@ -101,4 +102,24 @@ func signCert(caCertPEM, caKeyPEM []byte, names []string, ips []net.IP) (*Server
 		Key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}),
 		CA:   caCertPEM,
 	}, nil
+}
+
+// TLSServerConfig is a server configuration with a certificate for ips,
+// signed by a CA of its own, and that CA's PEM certificate: for a test
+// server that clients must verify.
+func TLSServerConfig(t testing.TB, ips ...net.IP) (*tls.Config, []byte) {
+	t.Helper()
+	ca, caKey, err := newCA("test-server-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := signCert(ca, caKey, []string{"test-server"}, ips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(cert.Cert, cert.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}}, ca
 }

@@ -623,3 +623,7 @@ func (r *podRun) startContainer(n *Node, p *corev1.Pod) (*exec.Cmd, error) {
 	}
 	return cmd, nil
 }
+
+// ServicesIP is an address on the host that every pod reaches: where the
+// test serves what pods talk to (Tailscale's control server, APIs).
+func (n *Node) ServicesIP() net.IP { return net.ParseIP(n.net.Services.String()) }

@@ -2,8 +2,10 @@
 package tailnettest
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,6 +38,19 @@ type Call struct {
 func StartFakeAPI(t testing.TB) *FakeAPI {
 	f := &FakeAPI{Devices: map[string]bool{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// StartFakeAPITLS starts the fake over HTTPS only, on l with tlsConfig's
+// certificate: the API as a pod reaches it, verified against a CA.
+func StartFakeAPITLS(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeAPI {
+	f := &FakeAPI{Devices: map[string]bool{}}
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	_ = f.Listener.Close()
+	f.Listener = l
+	f.TLS = tlsConfig
+	f.StartTLS()
 	t.Cleanup(f.Close)
 	return f
 }
