@@ -22,7 +22,7 @@ TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(B
 	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/angryjet $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
 	$(CURDIR)/.cache/upbound-crds/v1.23.0
 
-.PHONY: all tools build generate check-generate render test unit lint fuzz xpkg bench vulncheck clean demo
+.PHONY: all tools build generate check-generate render test test-matrix unit lint fuzz xpkg bench vulncheck clean demo
 
 all: build
 
@@ -184,6 +184,18 @@ unit:
 # (real Crossplane, real pods).
 test: tools build xpkg
 	$(GO) test -tags integration -count=1 ./...
+
+# The system suite (test/crossplane) against other Crossplane core versions
+# (each built once from the module proxy into .cache/matrix/<version>). Not
+# part of `make test`: about 10 minutes a version on 2 cores.
+MATRIX ?= v2.2.1 v2.3.0
+test-matrix: tools build xpkg
+	@failed=""; for v in $(MATRIX); do \
+	  bash hack/crossplane-version.sh $$v; \
+	  echo "::: Crossplane $$v"; \
+	  PEERRELAY_CROSSPLANE_VERSION=$$v $(GO) test -count=1 -timeout 30m -run '^TestCrossplane$$' ./test/crossplane || failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed with Crossplane$$failed"; exit 1; fi
 
 # The README's install and a relayed ping on this machine, no cloud (root:
 # the pods get network namespaces). The test binary is run directly so that

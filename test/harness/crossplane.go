@@ -115,7 +115,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	crossplaneDir := ModuleDir(t, "tools/crossplane", crossplaneModule)
+	crossplaneDir := ModuleDir(t, crossplaneWrapper(), crossplaneModule)
 	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
 
 	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
@@ -140,7 +140,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	initEnv := append(env, "CRDS_PATH="+filepath.Join(crossplaneDir, "cluster", "crds"),
 		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName)
 	Eventually(t, 90*time.Second, "crossplane core init", func(context.Context) error {
-		cmd := exec.Command(Tool(t, "crossplane"), "core", "init", "--enable-webhooks=false", "--activation=*")
+		cmd := exec.Command(crossplaneBin(t), "core", "init", "--enable-webhooks=false", "--activation=*")
 		cmd.Env = append(os.Environ(), initEnv...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%v: %s", err, tail(string(out), 2000))
@@ -156,7 +156,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	} else {
 		_ = l.Close()
 	}
-	c.RBAC = StartProcess(t, "crossplane rbac", Tool(t, "crossplane"), []string{
+	c.RBAC = StartProcess(t, "crossplane rbac", crossplaneBin(t), []string{
 		"rbac", "start", "--provider-clusterrole=crossplane:allowed-provider-permissions",
 	}, []string{"KUBECONFIG=" + rbacKC, "POD_NAMESPACE=" + CrossplaneNamespace})
 
@@ -190,10 +190,37 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if o.ExternalRuntime {
 		args = append(args, "--package-runtime=External")
 	}
-	bin, args := inMountNamespace(c.dns.resolvConf, Tool(t, "crossplane"), append(args, debug...))
+	bin, args := inMountNamespace(c.dns.resolvConf, crossplaneBin(t), append(args, debug...))
 	c.Core = StartProcess(t, "crossplane core", bin, args,
 		append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
 	return c
+}
+
+// crossplaneWrapper is the module (relative to the repository root) whose
+// Crossplane the system runs: tools/crossplane, or the version
+// PEERRELAY_CROSSPLANE_VERSION names, built by hack/crossplane-version.sh
+// into .cache/matrix/<version> (make test-matrix).
+func crossplaneWrapper() string {
+	if v := os.Getenv("PEERRELAY_CROSSPLANE_VERSION"); v != "" {
+		return filepath.Join(".cache", "matrix", v)
+	}
+	return "tools/crossplane"
+}
+
+func crossplaneBin(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("PEERRELAY_CROSSPLANE_VERSION") == "" {
+		return Tool(t, "crossplane")
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, crossplaneWrapper(), "crossplane")
+	if _, err := os.Stat(bin); err != nil {
+		Missing(t, "%s: run hack/crossplane-version.sh", bin)
+	}
+	return bin
 }
 
 // applyChartRBAC renders the ClusterRoles, bindings and ServiceAccounts of

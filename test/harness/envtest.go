@@ -83,7 +83,7 @@ func startAPIServer(t testing.TB, pods bool, crdDirs ...string) *APIServer {
 			t.Fatal(err)
 		}
 	}
-	apiServer.SecureServing.CA = ca
+	apiServer.CA = ca
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver and etcd: %v", err)
