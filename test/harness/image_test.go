@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// imageFor is a one-file image for arch whose /arch file names it.
+func imageFor(t *testing.T, arch string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "arch", Mode: 0o644, Size: int64(len(arch)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(arch))
+	_ = tw.Close()
+	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	cf.Config = v1.Config{Entrypoint: []string{"/bin/" + arch}, User: "65532:65532"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), arch+".tar")
+	if err := tarball.WriteToFile(p, nil, img); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNodePullsItsArchitecture: an index of two architectures pushed to the
+// registry (answering under a public name) is pulled for this machine's,
+// and unpacked as the pod's root; an image from elsewhere is refused.
+func TestNodePullsItsArchitecture(t *testing.T) {
+	if os.Geteuid() != 0 {
+		Missing(t, "the registry listens on port 443: run as root")
+	}
+	reg := StartRegistry(t, "registry.test")
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	reg.Push(t, "team/app", "v1", imageFor(t, other), imageFor(t, runtime.GOARCH))
+	n := &Node{o: NodeOptions{Registry: reg}}
+	root := t.TempDir()
+	cfg, err := n.pullImage(context.Background(), "registry.test/team/app:v1", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "arch")); string(got) != runtime.GOARCH {
+		t.Errorf("unpacked the %q image, want %s", got, runtime.GOARCH)
+	}
+	if !slices.Equal(cfg.Entrypoint, []string{"/bin/" + runtime.GOARCH}) {
+		t.Errorf("entrypoint %v", cfg.Entrypoint)
+	}
+	if _, err := n.pullImage(context.Background(), "docker.io/library/busybox:1", t.TempDir()); err == nil {
+		t.Error("pulled an image from a registry the node does not know")
+	}
+}
+
+// TestContainerArgv: a container's command and args combine with the
+// image's entrypoint and cmd as a kubelet combines them.
+func TestContainerArgv(t *testing.T) {
+	image := &v1.Config{Entrypoint: []string{"/entry"}, Cmd: []string{"--cmd"}}
+	cases := map[string]struct {
+		reason string
+		c      corev1.Container
+		image  *v1.Config
+		want   []string
+	}{
+		"ImageOnly": {"neither: the image's entrypoint and cmd", corev1.Container{}, image, []string{"/entry", "--cmd"}},
+		"ArgsOnly":  {"args replace the image's cmd", corev1.Container{Args: []string{"--a"}}, image, []string{"/entry", "--a"}},
+		"Command":   {"a command drops the image's entrypoint and cmd", corev1.Container{Command: []string{"/c"}}, image, []string{"/c"}},
+		"Both":      {"command and args", corev1.Container{Command: []string{"/c"}, Args: []string{"--a"}}, image, []string{"/c", "--a"}},
+		"Tailscale": {"the played tailscale image runs containerboot", corev1.Container{Args: []string{"--a"}}, nil, []string{"/usr/local/bin/containerboot", "--a"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &podRun{image: tc.image}
+			if got := r.argv(&tc.c); !slices.Equal(got, tc.want) {
+				t.Errorf("%s: argv %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
