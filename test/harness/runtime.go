@@ -236,7 +236,8 @@ func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane
 		args = append(args, "--debug")
 	}
 	args = append(args, o.ProviderArgs...)
-	p, err := startProcess(t, "provider-peerrelay (as "+sa+")", r.providerBin, args, []string{"KUBECONFIG=" + kc})
+	// POD_NAMESPACE: where its leader election lease is, as in a pod.
+	p, err := startProcess(t, "provider-peerrelay (as "+sa+")", r.providerBin, args, []string{"KUBECONFIG=" + kc, "POD_NAMESPACE=" + CrossplaneNamespace})
 	if err != nil {
 		return err
 	}
