@@ -250,25 +250,28 @@ func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane
 
 // providerServiceAccount is the ServiceAccount a package runtime would run
 // the provider as: its runtime config's template name, else the revision's.
-// The runtime config is an ImageConfig's (the revision's applied image
-// configs say which), else the Provider's.
+// The runtime config is an ImageConfig's, else the Provider's.
 func (c *Crossplane) providerServiceAccount(ctx context.Context, rev *unstructured.Unstructured) (string, error) {
 	pkg, err := c.Get(ctx, "pkg.crossplane.io/v1", "Provider", "", rev.GetLabels()["pkg.crossplane.io/package"])
 	if err != nil {
 		return "", fmt.Errorf("the revision's Provider: %w", err)
 	}
 	name, _, _ := unstructured.NestedString(pkg.Object, "spec", "runtimeConfigRef", "name")
-	applied, _, _ := unstructured.NestedSlice(rev.Object, "status", "appliedImageConfigRefs")
-	for _, a := range applied {
-		m, _ := a.(map[string]any)
-		if m["reason"] != "ConfigureRuntime" {
-			continue
+	// An ImageConfig whose prefix matches the package gives it its runtime
+	// config (the README's way for a dependency).
+	image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+	ics, err := c.List(ctx, "pkg.crossplane.io/v1beta1", "ImageConfig", "")
+	if err != nil {
+		return "", err
+	}
+	for _, ic := range ics {
+		ref, _, _ := unstructured.NestedString(ic.Object, "spec", "runtime", "configRef", "name")
+		matches, _, _ := unstructured.NestedSlice(ic.Object, "spec", "matchImages")
+		for _, m := range matches {
+			if p, _ := m.(map[string]any)["prefix"].(string); ref != "" && p != "" && strings.HasPrefix(image, p) {
+				name = ref
+			}
 		}
-		ic, err := c.Get(ctx, "pkg.crossplane.io/v1beta1", "ImageConfig", "", fmt.Sprint(m["name"]))
-		if err != nil {
-			return "", err
-		}
-		name, _, _ = unstructured.NestedString(ic.Object, "spec", "runtime", "configRef", "name")
 	}
 	if name == "" {
 		return rev.GetName(), nil
