@@ -109,11 +109,18 @@ func signCert(caCertPEM, caKeyPEM []byte, names []string, ips []net.IP) (*Server
 // server that clients must verify.
 func TLSServerConfig(t testing.TB, ips ...net.IP) (*tls.Config, []byte) {
 	t.Helper()
-	ca, caKey, err := newCA("test-server-ca")
+	return tlsServer(t, "test-server-ca", []string{"test-server"}, ips)
+}
+
+// tlsServer is a server configuration with a certificate for names and
+// ips from a new CA called caName, and the CA's PEM certificate.
+func tlsServer(t testing.TB, caName string, names []string, ips []net.IP) (*tls.Config, []byte) {
+	t.Helper()
+	ca, caKey, err := newCA(caName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := signCert(ca, caKey, []string{"test-server"}, ips)
+	cert, err := signCert(ca, caKey, names, ips)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,7 @@ type Registry struct {
 func StartRegistry(t testing.TB, host string) *Registry {
 	t.Helper()
 	ip, _, _ := net.SplitHostPort(LoopbackAddress())
-	ca, caKey, err := newCA("test-registry-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := signCert(ca, caKey, []string{host}, []net.IP{net.ParseIP(ip)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(cert.Cert, cert.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	serverTLS, ca := tlsServer(t, "test-registry-ca", []string{host}, []net.IP{net.ParseIP(ip)})
 	r := &Registry{Host: host, Addr: net.JoinHostPort(ip, "443"), CA: ca}
 	l, err := net.Listen("tcp", r.Addr)
 	if err != nil {
@@ -63,7 +52,7 @@ func StartRegistry(t testing.TB, host string) *Registry {
 	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	_ = srv.Listener.Close()
 	srv.Listener = l
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.TLS = serverTLS
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 

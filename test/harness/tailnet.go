@@ -46,18 +46,7 @@ func (n *Node) StartTailnet(t testing.TB) *Tailnet {
 	addr := n.net.Services.String()
 	derpMap := integration.RunDERPAndSTUN(t, func(string, ...any) {}, addr)
 	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
-	ca, caKey, err := newCA("test-public-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := signCert(ca, caKey, []string{ControlHost}, []net.IP{net.ParseIP(addr)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(cert.Cert, cert.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	serverTLS, ca := tlsServer(t, "test-public-ca", []string{ControlHost}, []net.IP{net.ParseIP(addr)})
 	// testcontrol crashes the test binary on a path it does not know; real
 	// clients ask Tailscale's servers for more (bootstrap DNS, logs), which
 	// a control server may refuse.
@@ -83,7 +72,7 @@ func (n *Node) StartTailnet(t testing.TB) *Tailnet {
 		t.Cleanup(srv.Close)
 	}
 	serve("80", nil)
-	serve("443", &tls.Config{Certificates: []tls.Certificate{pair}})
+	serve("443", serverTLS)
 	n.mu.Lock()
 	n.o.Hosts = append(n.o.Hosts, addr+"\t"+ControlHost)
 	n.o.TrustedCA = append(n.o.TrustedCA, ca...)
