@@ -43,8 +43,8 @@ const NodeName = "node-0"
 // the pod's root; its entrypoint, command, env and user apply as a
 // kubelet applies them. The tailscale image is played: a container without
 // a command runs containerboot (built from tailscale.com v1.102.5) with
-// tailscaled and tailscale on its PATH. Each pod gets its own network namespace and address on a bridge,
-// and a private mount namespace whose root is the pod's own folder: the
+// tailscaled and tailscale on its PATH. Each pod gets its own network
+// namespace and address on a bridge, and a private mount namespace whose root is the pod's own folder: the
 // binaries, /dev and /proc bound in, its volumes mounted where the pod spec
 // says (Secrets in the kubelet's atomic ..data layout, kept up to date;
 // the ServiceAccount token from the TokenRequest API), /etc/hosts and
