@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,7 +26,7 @@ func imageFor(t *testing.T, arch string) string {
 	_ = tw.WriteHeader(&tar.Header{Name: "arch", Mode: 0o644, Size: int64(len(arch)), Typeflag: tar.TypeReg})
 	_, _ = tw.Write([]byte(arch))
 	_ = tw.Close()
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
