@@ -73,20 +73,21 @@ func untar(r io.Reader, root string) error {
 		if p != root && !strings.HasPrefix(p, root+string(filepath.Separator)) {
 			return fmt.Errorf("%s leaves the image root", h.Name)
 		}
-		mode := os.FileMode(h.Mode) & os.ModePerm
+		// tar's own mapping of the header's mode bits, sticky bit included.
+		mode := h.FileInfo().Mode() & (os.ModePerm | os.ModeSticky)
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				return err
 			}
-			if err := os.Chmod(p, mode|stickyBit(h.Mode)); err != nil {
+			if err := os.Chmod(p, mode); err != nil {
 				return err
 			}
 		case tar.TypeReg:
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return err
 			}
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm())
 			if err != nil {
 				return err
 			}
@@ -109,14 +110,6 @@ func untar(r io.Reader, root string) error {
 			// Hard links, devices: not in our images.
 		}
 	}
-}
-
-// stickyBit maps tar's sticky bit (01000) to Go's.
-func stickyBit(mode int64) os.FileMode {
-	if mode&0o1000 != 0 {
-		return os.ModeSticky
-	}
-	return 0
 }
 
 // imageUser is the image's USER as uid and gid ("65532:65532", "2000");

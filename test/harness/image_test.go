@@ -103,3 +103,27 @@ func TestContainerArgv(t *testing.T) {
 		})
 	}
 }
+
+// TestUntarKeepsModes: an image's /tmp (1777) stays world-writable and
+// sticky, and a file keeps its permissions, as the containers need.
+func TestUntarKeepsModes(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: "tmp/", Mode: 0o1777, Typeflag: tar.TypeDir})
+	_ = tw.WriteHeader(&tar.Header{Name: "bin", Mode: 0o755, Size: 1, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte("x"))
+	_ = tw.Close()
+	root := t.TempDir()
+	if err := untar(&buf, root); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "bin": 0o755} {
+		fi, err := os.Stat(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode(), want)
+		}
+	}
+}
