@@ -282,7 +282,7 @@ aws:
 			if tc.legacy {
 				comp = &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: XPeerRelay\nmetadata:\n  name: my-relay-x7k2p\n  labels: {crossplane.io/claim-name: my-relay, crossplane.io/claim-namespace: team-a}\nspec:\n"+indent(tc.spec))}
 			}
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: comp, Resources: tc.observed}}
+			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: comp, Resources: podAccess(t, tc.observed)}}
 			if tc.input != "" {
 				req.Input = mustStruct(t, "apiVersion: fn.peerrelay.io/v1alpha1\nkind: Input\n"+tc.input)
 			}

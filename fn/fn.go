@@ -70,7 +70,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	}
 	r := c.relay
 
-	obs := observedState{observed: observed, pods: pods, authKey: requiredAuthKey(req, r), last: lastStatus(xr)}
+	obs := observedState{observed: observed, pods: pods, podsRequired: needsPods(r), authKey: requiredAuthKey(req, r), last: lastStatus(xr)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
@@ -92,7 +92,9 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err := setStatus(req, rsp, sum.status); err != nil {
 		return err
 	}
-	requirePods(rsp, r)
+	if needsPods(r) {
+		requirePods(rsp, r)
+	}
 	requireAuthKey(rsp, r)
 	requireProxyClass(rsp, r)
 	for _, w := range warnings(r) {
@@ -175,6 +177,7 @@ func newRelay(in inputs) (*relay, error) {
 		return nil, err
 	}
 	r.ProxyClassProblem, r.proxyClassCRD = pc.problem, pc.crd
+	r.existing = in.Existing
 	r.Pod = layerPod(pc.pc, spec.Pod)
 	if r.Pod.Image != "" {
 		r.Image = r.Pod.Image
@@ -258,10 +261,14 @@ func compose(r *relay) []keyedObject {
 	objs := []keyedObject{
 		{keyServiceAccount, serviceAccount(r)},
 		{keyRole, role(r)},
-		{keyRoleBinding, roleBinding(r)},
+	}
+	if r.composable(keyRoleBinding) {
+		objs = append(objs, keyedObject{keyRoleBinding, roleBinding(r)})
 	}
 	for i := range r.Replicas {
 		switch {
+		case !r.composable(statefulSetKey(i)):
+			// Its pod would be refused until its ServiceAccount exists.
 		case !r.perReplicaZones():
 			objs = append(objs, keyedObject{statefulSetKey(i), replicaStatefulSet(r, i, "")})
 		case r.AWS.Replicas[i].Zone != "":

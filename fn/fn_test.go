@@ -2,6 +2,8 @@ package fn
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +55,69 @@ func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
 	return rsp
 }
 
+// podAccess is what a PeerRelay's first reconcile leaves behind, with
+// more: the ServiceAccount, Role and RoleBinding its pods run as, which the
+// StatefulSets wait for (relay.startable).
+func podAccess(t testing.TB, more map[string]*fnv1.Resource) map[string]*fnv1.Resource {
+	t.Helper()
+	out := map[string]*fnv1.Resource{
+		keyServiceAccount: {Resource: mustStruct(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay, namespace: team-a}")},
+		keyRole:           {Resource: mustStruct(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: my-relay, namespace: team-a}")},
+		keyRoleBinding:    {Resource: mustStruct(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: my-relay, namespace: team-a}")},
+	}
+	maps.Copy(out, more)
+	return out
+}
+
+func TestCreationOrder(t *testing.T) {
+	access := podAccess(t, nil)
+	sts := &fnv1.Resource{Resource: mustStruct(t, "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-0, namespace: team-a}")}
+	cases := map[string]struct {
+		reason   string
+		observed map[string]*fnv1.Resource
+		want     []string // the RoleBinding and StatefulSets composed
+	}{
+		"FirstReconcile": {
+			reason: "Nothing exists yet: a RoleBinding to a Role that does not exist is refused, and so is a pod whose ServiceAccount does not.",
+		},
+		"RoleExists": {
+			reason:   "The Role exists: the RoleBinding is composed; the StatefulSets wait for it, as containerboot could not write its state Secret.",
+			observed: map[string]*fnv1.Resource{keyServiceAccount: access[keyServiceAccount], keyRole: access[keyRole]},
+			want:     []string{keyRoleBinding},
+		},
+		"PodAccessExists": {
+			reason:   "ServiceAccount, Role and RoleBinding exist: every replica's StatefulSet is composed.",
+			observed: access,
+			want:     []string{keyRoleBinding, "statefulset-0", "statefulset-1"},
+		},
+		"ExistingStayComposed": {
+			reason:   "What exists stays composed while what it waited for is being recreated: dropping it would delete it, and a StatefulSet its running pod.",
+			observed: map[string]*fnv1.Resource{keyRoleBinding: access[keyRoleBinding], "statefulset-0": sts},
+			want:     []string{keyRoleBinding, "statefulset-0"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2"), Resources: tc.observed}})
+			var got []string
+			for k := range rsp.GetDesired().GetResources() {
+				if k == keyRoleBinding || strings.HasPrefix(k, keyPrefixStatefulSet) {
+					got = append(got, k)
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\ncomposed (-want +got):\n%s", tc.reason, diff)
+			}
+			for _, k := range []string{keyServiceAccount, keyRole, "service-0", "relayconfig-1"} {
+				if rsp.GetDesired().GetResources()[k] == nil {
+					t.Errorf("%s\n%s waits for nothing and must be composed", tc.reason, k)
+				}
+			}
+		})
+	}
+}
+
 func valueAt(t testing.TB, s *structpb.Struct, path ...string) any {
 	t.Helper()
 	var v any = s.AsMap()
@@ -79,7 +144,7 @@ func TestRunFunctionComposes(t *testing.T) {
 	}{
 		"ThreeReplicas": {
 			reason: "A v2 PeerRelay with three replicas composes the shared objects once and three of each per-replica object, named after the PeerRelay.",
-			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3\nauthKeySecretRef: {name: ts-auth}")}},
+			req:    &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 3\nauthKeySecretRef: {name: ts-auth}"), Resources: podAccess(t, nil)}},
 			want: want{
 				names: map[string]string{
 					"serviceaccount": "my-relay", "role": "my-relay", "rolebinding": "my-relay",
@@ -101,7 +166,7 @@ spec:
   replicas: 1
   compositionRef: {name: xpeerrelays.legacy.peerrelay.io}
   claimRef: {apiVersion: legacy.peerrelay.io/v1alpha1, kind: PeerRelay, name: my-relay, namespace: team-b}
-`)}}},
+`)}, Resources: podAccess(t, nil)}},
 			want: want{names: map[string]string{"statefulset-0": "my-relay-0", "service-0": "my-relay-0"}, namespace: "team-b", notComposed: []string{"service-1"}},
 		},
 		"ZeroReplicas": {
@@ -116,7 +181,7 @@ apiVersion: peerrelay.io/v1alpha1
 kind: PeerRelay
 metadata: {name: a-very-long-peer-relay-name-that-goes-on-and-on-and-on-forever, namespace: team-a}
 spec: {}
-`)}}},
+`)}, Resources: podAccess(t, nil)}},
 			want: want{names: map[string]string{
 				"role":          "a-very-long-peer-relay-name-that-goes-on-4d89b579",
 				"statefulset-0": "a-very-long-peer-relay-name-that-goes-on-4d89b579-0",

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -30,6 +31,9 @@ type inputs struct {
 	ProxyClasses []map[string]any
 	// AWS is what was observed of the replicas' AWS placement.
 	AWS *awsObserved
+	// Existing are the keys of the composed objects that exist, of those
+	// whose creation waits for others (see relay.composable).
+	Existing []string
 }
 
 // readInputs takes from the request what a composition depends on.
@@ -60,6 +64,13 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 		}
 	}
 	in.AWS = observeAWS(in.Spec, observed, pods)
+	for key, oc := range observed {
+		_, sts := indexed(string(key), keyPrefixStatefulSet)
+		if oc.Resource != nil && (sts || key == keyServiceAccount || key == keyRole || key == keyRoleBinding) {
+			in.Existing = append(in.Existing, string(key))
+		}
+	}
+	slices.Sort(in.Existing)
 	return in, nil
 }
 

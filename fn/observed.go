@@ -19,6 +19,9 @@ type observedState struct {
 	// pods by name, from the required resources; nil when Crossplane has
 	// not supplied them (yet).
 	pods map[string]*composed.Unstructured
+	// podsRequired: the function asks for the pods (needsPods); otherwise
+	// readiness comes from the StatefulSets.
+	podsRequired bool
 	// authKey says what is wrong with the auth key Secret, if anything.
 	authKey string
 	// last is the status the PeerRelay has now.

@@ -87,7 +87,7 @@ metadata: {name: proxyclasses.tailscale.com}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec)}, RequiredResources: tc.required})
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: podAccess(t, nil)}, RequiredResources: tc.required})
 			reqs := rsp.GetRequirements().GetResources()
 			if sel := reqs[requiredProxyClassCRDKey]; sel.GetKind() != "CustomResourceDefinition" || sel.GetMatchName() != "proxyclasses.tailscale.com" {
 				t.Errorf("%s\nwant a ProxyClass CRD requirement, got %v", tc.reason, sel)

@@ -16,8 +16,16 @@ import (
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
+// needsPods tells whether the function asks Crossplane for the relay pods:
+// only managed load balancers need them, for the pod IPs they register as
+// targets. Otherwise a pod's readiness is its StatefulSet's readyReplicas,
+// which Crossplane already watches. Every required pod is a watch event
+// (twice per update) on the PeerRelay's circuit breaker, and a required kind
+// is cached by Crossplane cluster-wide: every Pod in the cluster.
+func needsPods(r *relay) bool { return r.managedLoadBalancers() }
+
 // requirePods asks Crossplane for the relay pods, so status can say which
-// replica's pod is ready.
+// replica's pod is ready and which IP a target group registers.
 func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
 	ns := r.Namespace
 	require(rsp, requiredPodsKey, &fnv1.ResourceSelector{

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	kjson "sigs.k8s.io/json"
@@ -43,12 +44,14 @@ type relay struct {
 	ProxyClassProblem string
 	// proxyClassCRD is true once the ProxyClass CRD is known to exist.
 	proxyClassCRD bool
-	Replicas      int
-	Port          int32
-	Tags          []string
-	Image         string
-	Hostname      string // prefix; replica i is Hostname-i
-	AuthKey       *v1alpha1.SecretKeyRef
+	// existing is inputs.Existing (see composable).
+	existing []string
+	Replicas int
+	Port     int32
+	Tags     []string
+	Image    string
+	Hostname string // prefix; replica i is Hostname-i
+	AuthKey  *v1alpha1.SecretKeyRef
 
 	Cloud          fnv1alpha1.Cloud
 	ProviderConfig providerConfigRef
@@ -72,6 +75,31 @@ func (r *relay) perReplicaZones() bool {
 	}
 	pinned := len(a.ElasticIPs) > 0 || len(a.Subnets) > 0
 	return a.ZonePlacement == v1alpha1.ZonePlacementPerReplica || (a.ZonePlacement == "" && pinned)
+}
+
+// composable tells whether the object under key may be composed now.
+// Kubernetes refuses some objects until others exist, and what it refuses
+// is retried with a back-off of seconds, sometimes tens of seconds:
+//   - a RoleBinding before its Role: Crossplane may not bind a role it
+//     cannot read (no escalate or bind verb), so the create fails;
+//   - a StatefulSet before its pod's ServiceAccount: the StatefulSet
+//     controller's pod create is refused and it backs off; and before the
+//     Role and RoleBinding, containerboot cannot write its state Secret.
+//
+// An object that exists stays composed whatever else is missing: dropping
+// it from the desired state would delete it (a running pod).
+func (r *relay) composable(key string) bool {
+	exists := func(k string) bool { _, ok := slices.BinarySearch(r.existing, k); return ok }
+	if exists(key) {
+		return true
+	}
+	switch {
+	case key == keyRoleBinding:
+		return exists(keyRole)
+	case strings.HasPrefix(key, keyPrefixStatefulSet):
+		return exists(keyServiceAccount) && exists(keyRole) && exists(keyRoleBinding)
+	}
+	return true
 }
 
 func (r *relay) managedLoadBalancers() bool {

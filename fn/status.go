@@ -113,7 +113,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		if p, ok := o.pods[podName(r, i)]; ok {
 			ro.podReady = isTrue(p, podReadyConditionType)
 		}
-	case i < len(o.last.Replicas) && o.last.Replicas[i].Index == int32(i):
+	case o.podsRequired && i < len(o.last.Replicas) && o.last.Replicas[i].Index == int32(i):
 		// Crossplane has not supplied the pods in this call (it asks on
 		// the first call of each reconcile): keep what the PeerRelay says
 		// rather than the StatefulSet's lagging count, or every reconcile

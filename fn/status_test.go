@@ -2,16 +2,19 @@ package fn
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -49,12 +52,12 @@ func TestRunFunctionStatus(t *testing.T) {
 		want     want
 	}{
 		"NothingObserved": {
-			reason:   "A new PeerRelay waits for endpoints, and nothing is ready.",
+			reason:   "A new PeerRelay waits for endpoints, and nothing is ready (its StatefulSets wait for the ServiceAccount).",
 			observed: map[string]string{},
 			want: want{
 				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{},
-				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_FALSE},
+				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "relayconfig-0": fnv1.Ready_READY_FALSE},
 			},
 		},
 		"OneOfTwo": {
@@ -318,23 +321,86 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 // requirement not resolved yet), a replica's readiness is what the
 // PeerRelay already says, not the StatefulSet's readyReplicas, which lags
 // the pod: PeerRelayReady must not flip and back within one reconcile.
-func TestPodsNotSuppliedKeepLastReadiness(t *testing.T) {
-	const observedXR = `
-apiVersion: peerrelay.io/v1alpha1
-kind: PeerRelay
-metadata: {name: my-relay, namespace: team-a}
-spec: {replicas: 1}
-status:
-  replicas: [{index: 0, hostname: my-relay-0, podReady: %s}]`
-	obs := map[string]*fnv1.Resource{
-		"service-0":     observedRes(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nstatus: {loadBalancer: {ingress: [{ip: 198.51.100.1}]}}"),
-		"relayconfig-0": observedRes(t, "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider: {source: ingress-ip, endpoints: [\"198.51.100.1:41641\"]}\n  conditions: [{type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]"),
-		"statefulset-0": observedRes(t, "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nstatus: {readyReplicas: 0}"),
+func TestPodReadiness(t *testing.T) {
+	sts := func(ready int) resource.ObservedComposed {
+		u := composed.New()
+		u.SetAPIVersion("apps/v1")
+		u.SetKind("StatefulSet")
+		_ = u.SetValue("status.readyReplicas", ready)
+		return resource.ObservedComposed{Resource: u}
 	}
-	for last, want := range map[string]string{"true": reasonReady, "false": reasonPodsPending} {
-		rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, fmt.Sprintf(observedXR, last))}, Resources: obs}})
-		if got := rsp.GetConditions()[0].GetReason(); got != want {
-			t.Errorf("the PeerRelay says podReady: %s, pods not supplied: %s, want %s", last, got, want)
-		}
+	pod := func(ready string) map[string]*composed.Unstructured {
+		u := composed.New()
+		_ = u.SetValue("status.conditions", []any{map[string]any{"type": "Ready", "status": ready}})
+		return map[string]*composed.Unstructured{"my-relay-0-0": u}
+	}
+	managed := func(r *relay) { r.Spec.AWS = &v1alpha1.AWSSpec{LoadBalancer: v1alpha1.LoadBalancerManaged} }
+	said := func(ready bool) v1alpha1.PeerRelayStatus {
+		return v1alpha1.PeerRelayStatus{Replicas: []v1alpha1.ReplicaStatus{{Index: 0, PodReady: ready}}}
+	}
+	cases := map[string]struct {
+		reason string
+		r      *relay
+		obs    observedState
+		want   bool
+	}{
+		"StatefulSetReady": {
+			reason: "Pods not required: a ready StatefulSet means a ready pod, whatever the PeerRelay said before.",
+			r:      testRelay(t),
+			obs:    observedState{observed: map[resource.Name]resource.ObservedComposed{"statefulset-0": sts(1)}, last: said(false)},
+			want:   true,
+		},
+		"StatefulSetNotReady": {
+			reason: "Pods not required: the StatefulSet's count wins over the PeerRelay's last status, or a pod that went unready would stay ready.",
+			r:      testRelay(t),
+			obs:    observedState{observed: map[resource.Name]resource.ObservedComposed{"statefulset-0": sts(0)}, last: said(true)},
+			want:   false,
+		},
+		"PodSupplied": {
+			reason: "Pods required and supplied: the pod's Ready condition wins over the StatefulSet's lagging count.",
+			r:      testRelay(t, managed),
+			obs:    observedState{observed: map[resource.Name]resource.ObservedComposed{"statefulset-0": sts(0)}, pods: pod("True"), podsRequired: true},
+			want:   true,
+		},
+		"PodsNotSuppliedKeepLast": {
+			reason: "Pods required but not supplied in this call: keep what the PeerRelay says, or every reconcile flips.",
+			r:      testRelay(t, managed),
+			obs:    observedState{observed: map[resource.Name]resource.ObservedComposed{"statefulset-0": sts(0)}, podsRequired: true, last: said(true)},
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.obs.replica(tc.r, 0).podReady; got != tc.want {
+				t.Errorf("%s\npodReady: got %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodsRequiredOnlyForManagedLoadBalancers(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		spec   string
+		want   bool
+	}{
+		"Default": {
+			reason: "Without managed load balancers nothing needs a pod's IP: no pods are asked for, so Crossplane neither watches nor caches Pods for this PeerRelay.",
+			spec:   "replicas: 1",
+		},
+		"Managed": {
+			reason: "Managed load balancers register pod IPs as targets: the pods are asked for.",
+			spec:   "replicas: 1\naws: {region: eu-west-1, loadBalancer: Managed, elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0a}]}",
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			xr := "apiVersion: peerrelay.io/v1alpha1\nkind: PeerRelay\nmetadata: {name: my-relay, namespace: team-a}\nspec:\n  " + strings.ReplaceAll(tc.spec, "\n", "\n  ")
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, xr)}}})
+			if _, got := rsp.GetRequirements().GetResources()[requiredPodsKey]; got != tc.want {
+				t.Errorf("%s\npods required: got %v, want %v", tc.reason, got, tc.want)
+			}
+		})
 	}
 }

@@ -33,9 +33,17 @@ func request(b testing.TB, replicas int, aws bool) *fnv1.RunFunctionRequest {
 		"tags":             []any{"tag:relay"},
 		"authKeySecretRef": map[string]any{"name": "tailscale-auth"},
 	}
-	// With Elastic IP pinning, the steady state: the provider has checked
-	// every replica's subnet and allocation, so every Service is composed.
+	// The steady state: what the pods run as exists, so every StatefulSet is
+	// composed; with Elastic IP pinning, the provider has checked every
+	// replica's subnet and allocation, so every Service is composed.
 	observed := map[string]*fnv1.Resource{}
+	for key, kind := range map[string][2]string{"serviceaccount": {"v1", "ServiceAccount"}, "role": {"rbac.authorization.k8s.io/v1", "Role"}, "rolebinding": {"rbac.authorization.k8s.io/v1", "RoleBinding"}} {
+		o, err := structpb.NewStruct(map[string]any{"apiVersion": kind[0], "kind": kind[1], "metadata": map[string]any{"name": "my-relay", "namespace": "team-a"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		observed[key] = &fnv1.Resource{Resource: o}
+	}
 	if aws {
 		var eips []any
 		for i := range replicas {

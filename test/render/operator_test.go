@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,7 +96,18 @@ func TestOperatorManifests(t *testing.T) {
 					"proxyclass-crd": {Items: []*fnv1.Resource{{Resource: &structpb.Struct{}}}},
 					"proxyclass":     {Items: proxyClasses},
 				}
-				rsp, err := f.RunFunction(ctx, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}}, RequiredResources: required})
+				// And, as after the first reconcile, what the pods run as:
+				// the StatefulSets wait for it.
+				observed := map[string]*fnv1.Resource{}
+				for key, kind := range map[string]string{"serviceaccount": "v1/ServiceAccount", "role": "rbac.authorization.k8s.io/v1/Role", "rolebinding": "rbac.authorization.k8s.io/v1/RoleBinding"} {
+					gv, k := path.Split(kind)
+					s, err := structpb.NewStruct(map[string]any{"apiVersion": strings.TrimSuffix(gv, "/"), "kind": k, "metadata": map[string]any{"name": obj.GetName(), "namespace": "team-a"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					observed[key] = &fnv1.Resource{Resource: s}
+				}
+				rsp, err := f.RunFunction(ctx, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: xr}, Resources: observed}, RequiredResources: required})
 				if err != nil {
 					t.Fatal(err)
 				}
