@@ -87,11 +87,7 @@ func setIn[K comparable, V any](m *map[K]V, k K, v V) {
 // awsCheck is the provider's check of a replica's subnet and allocation,
 // from its RelayConfig's status, or nil when there is none.
 func awsCheck(rc *composed.Unstructured) *relayv1alpha1.AWSPlacementObservation {
-	c := &relayv1alpha1.AWSPlacementObservation{}
-	if err := rc.GetValueInto("status.atProvider.aws", c); err != nil {
-		return nil
-	}
-	return c
+	return atProvider(rc).AWS
 }
 
 // awsPlan is how a PeerRelay's replicas are placed on AWS: present when

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/resource"
 )
 
@@ -29,7 +30,7 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 		return readyIf(i < len(s.replicas) && s.replicas[i].podReady)
 	}
 	if slices.ContainsFunc(awsKeyPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }) {
-		return readyIf(isTrue(obj, managedReadyConditionTyp))
+		return readyIf(isTrue(obj, xpv2.TypeReady))
 	}
 	return resource.ReadyTrue // exists: ServiceAccount, Role, RoleBinding
 }

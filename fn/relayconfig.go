@@ -2,10 +2,22 @@ package fn
 
 import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
+
+// atProvider is what the provider observed of a composed RelayConfig; the
+// zero value when it has observed nothing (yet) or its status does not
+// decode.
+func atProvider(rc *composed.Unstructured) relayv1alpha1.RelayConfigObservation {
+	var at relayv1alpha1.RelayConfigObservation
+	if err := rc.GetValueInto("status.atProvider", &at); err != nil {
+		return relayv1alpha1.RelayConfigObservation{}
+	}
+	return at
+}
 
 // relayConfig asks the provider to resolve replica i's public endpoints and
 // write its tailscaled config into R-i-config. The config refers to the auth

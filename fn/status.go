@@ -24,21 +24,13 @@ const (
 	reasonAWSConfigInvalid = "AWSConfigInvalid"
 	reasonSpecInvalid      = "SpecInvalid"
 	reasonAuthKeyMissing   = "AuthKeySecretMissing"
-	// From the RelayConfigs' AuthKeyAvailable condition: no key and no
-	// way to mint one, or a key tailscaled refused.
-	reasonNoAuthKey       = "NoAuthKey"
-	reasonAuthKeyRejected = "AuthKeyRejected"
 	// spec.tailnet names no ClusterProviderConfig the provider can use.
 	reasonTailnetUnavailable = "TailnetUnavailable"
-	// DeviceCleanup, from the RelayConfigs: whether devices leave the
-	// tailnet with their replicas.
-	conditionDeviceCleanup   = "DeviceCleanup"
-	rcConditionAuthKey       = "AuthKeyAvailable"
-	rcConditionCleanup       = "DeviceCleanup"
-	requiredPodsKey          = "pods"
-	requiredAuthKeyKey       = "authkey-secret"
-	podReadyConditionType    = "Ready"
-	managedReadyConditionTyp = "Ready"
+	// The RelayConfigs' DeviceCleanup, shown on the PeerRelay under the
+	// same name: whether devices leave the tailnet with their replicas.
+	conditionDeviceCleanup = string(relayv1alpha1.ConditionDeviceCleanup)
+	requiredPodsKey        = "pods"
+	requiredAuthKeyKey     = "authkey-secret"
 )
 
 // replicaObservation is one replica as observed.
@@ -51,11 +43,8 @@ type replicaObservation struct {
 	// endpoints alone do not count: no load balancer may exist yet).
 	lbAddress bool
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
-	// DeviceCleanup condition.
-	key, cleanup xpv2.Condition
-	// synced is the RelayConfig's Synced condition: the provider cannot
-	// connect when its provider config is missing.
-	synced xpv2.Condition
+	// DeviceCleanup condition, providerConfig its ProviderConfigUsable.
+	key, cleanup, providerConfig xpv2.Condition
 }
 
 // enrolled tells whether every replica's device exists: its RelayConfig
@@ -68,7 +57,7 @@ func (o observedState) enrolled(r *relay) bool {
 		if !ok {
 			return false
 		}
-		if id, _ := rc.GetString("status.atProvider.deviceID"); id == "" {
+		if atProvider(rc).DeviceID == "" {
 			return false
 		}
 	}
@@ -90,18 +79,18 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		}
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
-		ro.configReady = isTrue(rc, managedReadyConditionTyp)
-		ro.key, ro.cleanup = rc.GetCondition(rcConditionAuthKey), rc.GetCondition(rcConditionCleanup)
-		ro.synced = rc.GetCondition(xpv2.TypeSynced)
-		source, _ := rc.GetString("status.atProvider.source")
-		ro.lbAddress = ro.serviceReady || (source != "" && source != relayv1alpha1.SourceStatic)
+		ro.configReady = isTrue(rc, xpv2.TypeReady)
+		ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
+		ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
+		ro.providerConfig = rc.GetCondition(relayv1alpha1.ConditionProviderConfig)
+		at := atProvider(rc)
+		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.
-		var eps []string
-		if _ = rc.GetValueInto("status.atProvider.endpoints", &eps); len(eps) > 0 {
+		if len(at.Endpoints) > 0 {
 			ro.endpoints = ro.endpoints[:0]
-			for _, ep := range eps {
+			for _, ep := range at.Endpoints {
 				if ap, err := netip.ParseAddrPort(ep); err == nil {
 					ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: ap.Addr().String(), Port: int32(ap.Port())})
 				}
@@ -111,7 +100,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	switch {
 	case o.pods != nil:
 		if p, ok := o.pods[podName(r, i)]; ok {
-			ro.podReady = isTrue(p, podReadyConditionType)
+			ro.podReady = isTrue(p, xpv2.ConditionType(corev1.PodReady))
 		}
 	case o.podsRequired && i < len(o.last.Replicas) && o.last.Replicas[i].Index == int32(i):
 		// Crossplane has not supplied the pods in this call (it asks on
@@ -209,7 +198,7 @@ func addresses(eps []v1alpha1.Endpoint) string {
 func (s summary) keyProblem() (reason, msg string) {
 	var out []string
 	for i, ro := range s.replicas {
-		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == reasonNoAuthKey || ro.key.Reason == reasonAuthKeyRejected) {
+		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == relayv1alpha1.ReasonKeyUnavailable || ro.key.Reason == relayv1alpha1.ReasonKeyRejected) {
 			reason = cmp.Or(reason, string(ro.key.Reason))
 			out = append(out, fmt.Sprintf("replica %d: %s", i, ro.key.Message))
 		}
@@ -229,14 +218,15 @@ func (s summary) devicesStay() (xpv2.Condition, bool) {
 }
 
 // tailnetProblem says why the provider cannot use the ClusterProviderConfig
-// spec.tailnet names, from the RelayConfigs' Synced condition, or "".
+// spec.tailnet names, from the RelayConfigs' ProviderConfigUsable
+// condition, or "".
 func (s summary) tailnetProblem(r *relay) string {
 	if r.Spec.Tailnet == "" {
 		return ""
 	}
 	for _, ro := range s.replicas {
-		if ro.synced.Status == corev1.ConditionFalse && strings.Contains(ro.synced.Message, "ClusterProviderConfig "+r.Spec.Tailnet+" ") {
-			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, ro.synced.Message, r.Spec.Tailnet)
+		if ro.providerConfig.Status == corev1.ConditionFalse {
+			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, ro.providerConfig.Message, r.Spec.Tailnet)
 		}
 	}
 	return ""

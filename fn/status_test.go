@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -274,16 +275,29 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			wantReason: reasonReady,
 		},
 		"TailnetUnavailable": {
-			reason:     "A spec.tailnet naming no ClusterProviderConfig is TailnetUnavailable, naming it.",
+			reason:     "A spec.tailnet whose ClusterProviderConfig the provider cannot read is TailnetUnavailable, with the provider's words.",
 			tailnet:    "tailnet-b",
-			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: Synced, status: "False", reason: ReconcileError, message: "connect failed: cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: ProviderConfigUnreadable, message: "cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
 			wantReason: reasonTailnetUnavailable,
-			wantMsg:    `spec.tailnet "tailnet-b": connect failed: cannot get ClusterProviderConfig tailnet-b`,
+			wantMsg:    `spec.tailnet "tailnet-b": cannot get ClusterProviderConfig tailnet-b`,
+		},
+		"TailnetUnavailableWhateverTheWords": {
+			reason:     "The condition decides, not its message: a provider that words it differently is understood the same.",
+			tailnet:    "tailnet-b",
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: ProviderConfigUnreadable, message: "forbidden", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
+			wantReason: reasonTailnetUnavailable,
+			wantMsg:    `spec.tailnet "tailnet-b": forbidden`,
+		},
+		"SyncedFalseIsNotTailnet": {
+			reason:     "A Synced=False that names the ClusterProviderConfig is no longer read: only ProviderConfigUsable says the tailnet is unusable.",
+			tailnet:    "tailnet-b",
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", `{type: Synced, status: "False", reason: ReconcileError, message: "connect failed: cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
+			wantReason: reasonReady,
 		},
 		"NoAuthKey": {
 			reason:      "A replica with no key and no way to mint one says so on the PeerRelay, and that its device would stay in the tailnet.",
 			observed:    map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", noKey, noCleanup), "statefulset-0": pod},
-			wantReason:  reasonNoAuthKey,
+			wantReason:  string(relayv1alpha1.ReasonKeyUnavailable),
 			wantMsg:     "replica 0: no auth key: set it",
 			wantCleanup: "STATUS_CONDITION_FALSE",
 		},

@@ -28,16 +28,6 @@ const (
 	stateSecretReissueKey = "reissue_authkey"
 )
 
-// The auth key condition: whether the replica has what it needs to log in.
-const (
-	ConditionAuthKey     xpv2.ConditionType   = "AuthKeyAvailable"
-	ReasonKeyLoggedIn    xpv2.ConditionReason = "LoggedIn"
-	ReasonKeyAvailable   xpv2.ConditionReason = "Available"
-	ReasonKeyUnavailable xpv2.ConditionReason = "NoAuthKey"
-	ReasonKeyRejected    xpv2.ConditionReason = "AuthKeyRejected"
-	ReasonKeyMinting     xpv2.ConditionReason = "Minting"
-)
-
 // mintedDataKey is the minted key's file name in R-i-authkey: a new key is
 // a new file, so the config's AuthKey changes, which is what containerboot
 // waits for after it asked for a new key.
@@ -66,15 +56,15 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		// A key that was fine stays so: one status write less per replica,
 		// and every write is a watch event on the PeerRelay. A problem the
 		// login solved is cleared.
-		if c := mg.GetCondition(ConditionAuthKey); c.Status != corev1.ConditionTrue {
-			setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyLoggedIn, "the device is logged in; the config carries no key")
+		if c := mg.GetCondition(v1alpha1.ConditionAuthKey); c.Status != corev1.ConditionTrue {
+			setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyLoggedIn, "the device is logged in; the config carries no key")
 		}
 		return "", false, nil
 	}
 	r := mg.Spec.ForProvider.AuthKeySecretRef
 	switch {
 	case r == nil && e.api == nil:
-		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyUnavailable, "no auth key: spec.forProvider.authKeySecretRef (the PeerRelay's spec.authKeySecretRef) is not set, and the provider config has no Tailscale API access (spec.tailscale, an OAuth client) to mint one; the replica cannot log in")
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyUnavailable, "no auth key: spec.forProvider.authKeySecretRef (the PeerRelay's spec.authKeySecretRef) is not set, and the provider config has no Tailscale API access (spec.tailscale, an OAuth client) to mint one; the replica cannot log in")
 		return "", false, nil
 	case r == nil:
 		return e.mintedKeyRef(ctx, mg, reissue, asked)
@@ -84,9 +74,9 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		return "", false, err
 	}
 	if asked {
-		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyRejected, fmt.Sprintf("tailscaled could not log in with the key in Secret %s (expired, revoked, or single-use and spent): put a new key there; the pod picks it up when it restarts", r.Name))
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyRejected, fmt.Sprintf("tailscaled could not log in with the key in Secret %s (expired, revoked, or single-use and spent): put a new key there; the pod picks it up when it restarts", r.Name))
 	} else {
-		setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "the key in Secret "+r.Name)
+		setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "the key in Secret "+r.Name)
 	}
 	return ref, false, nil
 }
@@ -116,7 +106,7 @@ func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, re
 }
 
 func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {
-	mg.SetConditions(xpv2.Condition{Type: ConditionAuthKey, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
+	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionAuthKey, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
 }
 
 // stateSecret returns the replica's state Secret, or nil when it is
@@ -189,7 +179,7 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 	s := &corev1.Secret{}
 	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName() + v1alpha1.MintedAuthKeySuffix}, s)
 	if kerrors.IsNotFound(err) {
-		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyMinting, "minting a key through the Tailscale API")
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyMinting, "minting a key through the Tailscale API")
 		return "", true, nil
 	}
 	if err != nil {
@@ -201,13 +191,13 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 	expires, _ := time.Parse(time.RFC3339, s.Annotations[annotationKeyExpires])
 	switch {
 	case id == "" || len(s.Data[mintedDataKey(id)]) == 0 || !time.Now().Before(expires):
-		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyMinting, "the minted key expired unused: minting a new one")
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyMinting, "the minted key expired unused: minting a new one")
 		return ref, true, nil
 	case asked && string(reissue) == ref:
-		setKeyCondition(mg, corev1.ConditionFalse, ReasonKeyRejected, "tailscaled could not log in with minted key "+id+": minting a new one")
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyRejected, "tailscaled could not log in with minted key "+id+": minting a new one")
 		return ref, true, nil
 	}
-	setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "minted key "+id)
+	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
 	return ref, false, nil
 }
 
@@ -247,6 +237,6 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 		return "", fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
 	}
 	mg.Status.AtProvider.AuthKeyID = id
-	setKeyCondition(mg, corev1.ConditionTrue, ReasonKeyAvailable, "minted key "+id)
+	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
 	return mintedKeyFile(mg, id), nil
 }

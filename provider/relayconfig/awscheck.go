@@ -12,15 +12,6 @@ import (
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
-// The AWS placement check's condition, beside EndpointsResolved.
-const (
-	ConditionAWSPlacement xpv2.ConditionType   = "AWSPlacementValid"
-	ReasonPlacementValid  xpv2.ConditionReason = "Valid"
-	ReasonPlacementBad    xpv2.ConditionReason = "Invalid"
-	ReasonCheckFailed     xpv2.ConditionReason = "CheckFailed"
-	ReasonNotChecked      xpv2.ConditionReason = "NotChecked"
-)
-
 // checkPlacement checks spec.forProvider.aws's subnet and Elastic IP
 // against AWS and records what it found in status.atProvider.aws, which the
 // function reads before it places anything with them. A valid placement is
@@ -39,28 +30,28 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	if e.resolver.Placement == nil {
 		mg.Status.AtProvider.AWS = &v1alpha1.AWSPlacementObservation{SubnetID: p.SubnetID, AllocationID: p.AllocationID,
 			Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"}
-		setPlacementCondition(mg, corev1.ConditionUnknown, ReasonNotChecked, mg.Status.AtProvider.AWS.Message)
+		setPlacementCondition(mg, corev1.ConditionUnknown, v1alpha1.ReasonNotChecked, mg.Status.AtProvider.AWS.Message)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.resolver.TimeoutOrDefault())
 	defer cancel()
 	obs, err := e.resolver.Placement.Check(ctx, p.SubnetID, p.AllocationID)
 	if err != nil {
-		setPlacementCondition(mg, corev1.ConditionFalse, ReasonCheckFailed, fmt.Sprintf("cannot check the placement against AWS (will retry): %v", err))
+		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonCheckFailed, fmt.Sprintf("cannot check the placement against AWS (will retry): %v", err))
 		return
 	}
 	mg.Status.AtProvider.AWS = &obs
 	if len(obs.Problems) > 0 {
-		setPlacementCondition(mg, corev1.ConditionFalse, ReasonPlacementBad, strings.Join(obs.Problems, "; "))
+		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonPlacementBad, strings.Join(obs.Problems, "; "))
 		return
 	}
 	msg := fmt.Sprintf("subnet %s is public, in zone %s of %s", obs.SubnetID, obs.Zone, obs.VPCID)
 	if obs.AllocationID != "" {
 		msg += fmt.Sprintf("; Elastic IP %s is free for it", obs.AllocationID)
 	}
-	setPlacementCondition(mg, corev1.ConditionTrue, ReasonPlacementValid, msg)
+	setPlacementCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonPlacementValid, msg)
 }
 
 func setPlacementCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {
-	mg.SetConditions(xpv2.Condition{Type: ConditionAWSPlacement, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
+	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionAWSPlacement, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
 }

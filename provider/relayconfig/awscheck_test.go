@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/provider/relayconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
@@ -38,32 +37,32 @@ func TestAWSPlacementCheck(t *testing.T) {
 		"public-by-route": {
 			reason: "A subnet whose route table reaches an internet gateway, and a free Elastic IP.",
 			subnet: n.PublicSubnet, alloc: n.FreeAllocations[0],
-			want: want{zone: "us-east-1a", reason: string(relayconfig.ReasonPlacementValid)},
+			want: want{zone: "us-east-1a", reason: string(v1alpha1.ReasonPlacementValid)},
 		},
 		"public-by-mapping": {
 			reason: "A subnet that maps public IPs on launch counts as public.",
 			subnet: n.MappedSubnet, alloc: n.FreeAllocations[1],
-			want: want{zone: "us-east-1b", reason: string(relayconfig.ReasonPlacementValid)},
+			want: want{zone: "us-east-1b", reason: string(v1alpha1.ReasonPlacementValid)},
 		},
 		"private-subnet": {
 			reason: "No internet gateway route, no public mapping: not public.",
 			subnet: n.PrivateSubnet,
-			want:   want{zone: "us-east-1c", problem: "subnet " + n.PrivateSubnet + " is not public", reason: string(relayconfig.ReasonPlacementBad)},
+			want:   want{zone: "us-east-1c", problem: "subnet " + n.PrivateSubnet + " is not public", reason: string(v1alpha1.ReasonPlacementBad)},
 		},
 		"no-such-subnet": {
 			reason: "A subnet that does not exist.",
 			subnet: "subnet-0123456789abcdef0",
-			want:   want{problem: "subnet subnet-0123456789abcdef0 does not exist", reason: string(relayconfig.ReasonPlacementBad)},
+			want:   want{problem: "subnet subnet-0123456789abcdef0 does not exist", reason: string(v1alpha1.ReasonPlacementBad)},
 		},
 		"used-allocation": {
 			reason: "An Elastic IP held by an instance would be taken from it.",
 			subnet: n.PublicSubnet, alloc: n.UsedAllocation,
-			want: want{zone: "us-east-1a", problem: "Elastic IP " + n.UsedAllocation + " is associated with instance " + n.Instance, reason: string(relayconfig.ReasonPlacementBad)},
+			want: want{zone: "us-east-1a", problem: "Elastic IP " + n.UsedAllocation + " is associated with instance " + n.Instance, reason: string(v1alpha1.ReasonPlacementBad)},
 		},
 		"no-such-allocation": {
 			reason: "An Elastic IP that does not exist.",
 			subnet: n.PublicSubnet, alloc: "eipalloc-0123456789abcdef0",
-			want: want{problem: "Elastic IP eipalloc-0123456789abcdef0 does not exist", reason: string(relayconfig.ReasonPlacementBad)},
+			want: want{problem: "Elastic IP eipalloc-0123456789abcdef0 does not exist", reason: string(v1alpha1.ReasonPlacementBad)},
 		},
 	}
 	for name, tc := range cases {
@@ -87,8 +86,8 @@ func TestAWSPlacementCheck(t *testing.T) {
 		case tc.want.problem != "" && !strings.Contains(strings.Join(a.Problems, "; "), tc.want.problem):
 			t.Errorf("%s: %s\nwant a problem containing %q, got %v", name, tc.reason, tc.want.problem, a.Problems)
 		}
-		if c := rc.GetCondition(relayconfig.ConditionAWSPlacement); string(c.Reason) != tc.want.reason {
-			t.Errorf("%s: %s\ncondition %s: want reason %s, got %+v", name, tc.reason, relayconfig.ConditionAWSPlacement, tc.want.reason, c)
+		if c := rc.GetCondition(v1alpha1.ConditionAWSPlacement); string(c.Reason) != tc.want.reason {
+			t.Errorf("%s: %s\ncondition %s: want reason %s, got %+v", name, tc.reason, v1alpha1.ConditionAWSPlacement, tc.want.reason, c)
 		}
 		// The check never stands in the way of the relay's own config.
 		e.config(t, name+"-config", "the ingress endpoint", endpointsAre("203.0.113.50:41641"))
@@ -108,7 +107,7 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{LoadBalancerName: "my-relay-0123abcd-0", SubnetID: n.PublicSubnet, AllocationID: n.FreeAllocations[0]}
 	})
 	e.waitFor(t, "relay-0", "AwaitingAddress while the load balancer does not exist", func(rc *v1alpha1.RelayConfig) bool {
-		return rc.GetCondition(relayconfig.ConditionResolved).Reason == relayconfig.ReasonAwaitingAddress
+		return rc.GetCondition(v1alpha1.ConditionResolved).Reason == v1alpha1.ReasonAwaitingAddress
 	})
 	m.CreatePlacedNLB(t, "my-relay-0123abcd-0", n.PublicSubnet, n.FreeAllocations[0])
 	touchRelayConfig(t, e, "relay-0")

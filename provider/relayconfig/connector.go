@@ -14,7 +14,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,8 +47,12 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 	}
 	spec, err := c.providerConfig(ctx, mg)
 	if err != nil {
+		// Kept with Synced=False by the status write that reports this
+		// error: the function tells an unusable tailnet by this condition.
+		mg.SetConditions(providerConfigCondition(err))
 		return nil, err
 	}
+	mg.SetConditions(providerConfigCondition(nil))
 	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second}
 	if spec.DNS != nil {
 		r.DNS = resolve.DNSResolver{Server: spec.DNS.Server}
@@ -71,6 +77,14 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 		e.api = api
 	}
 	return e, nil
+}
+
+// providerConfigCondition says whether the provider config could be read.
+func providerConfigCondition(err error) xpv2.Condition {
+	if err != nil {
+		return xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonProviderConfigUnreadable, Message: err.Error(), LastTransitionTime: metav1.Now()}
+	}
+	return xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonProviderConfigUsable, LastTransitionTime: metav1.Now()}
 }
 
 // providerConfig returns the spec of the ProviderConfig (in the

@@ -10,6 +10,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +72,55 @@ func TestConnectTracksUsage(t *testing.T) {
 			}
 			if tracked != tc.wantTrack {
 				t.Errorf("%s\ntracked: %v, want %v", tc.reason, tracked, tc.wantTrack)
+			}
+		})
+	}
+}
+
+// TestConnectProviderConfigCondition: Connect says on the RelayConfig
+// whether it could read its provider config. The function reads this
+// condition, not Synced's message, to tell an unusable tailnet.
+func TestConnectProviderConfigCondition(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		getPC  error
+		want   xpv2.Condition
+	}{
+		"Readable": {
+			reason: "A provider config that exists is usable.",
+			want:   xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonProviderConfigUsable},
+		},
+		"Missing": {
+			reason: "A ClusterProviderConfig that does not exist is unreadable, and the message says which.",
+			getPC:  kerrors.NewNotFound(schema.GroupResource{Group: v1alpha1.Group, Resource: "clusterproviderconfigs"}, "tailnet-b"),
+			want: xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonProviderConfigUnreadable,
+				Message: `cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: clusterproviderconfigs.relay.peerrelay.io "tailnet-b" not found`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := &test.MockClient{
+				MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
+					switch obj.(type) {
+					case *v1alpha1.ProviderConfigUsage:
+						return kerrors.NewNotFound(schema.GroupResource{Resource: "providerconfigusages"}, key.Name)
+					case *v1alpha1.ClusterProviderConfig:
+						return tc.getPC
+					}
+					return nil
+				},
+				MockCreate: test.NewMockCreateFn(nil),
+			}
+			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
+			mg := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: "team-a", UID: "uid"}}
+			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "tailnet-b"})
+			_, err := c.Connect(t.Context(), mg)
+			if (err != nil) != (tc.getPC != nil) {
+				t.Errorf("%s\nConnect error: %v", tc.reason, err)
+			}
+			got := mg.GetCondition(v1alpha1.ConditionProviderConfig)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("%s\n%s (-want +got):\n%s", tc.reason, v1alpha1.ConditionProviderConfig, diff)
 			}
 		})
 	}

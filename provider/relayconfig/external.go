@@ -32,19 +32,6 @@ const (
 	labelRelay     = "relay.peerrelay.io/relayconfig"
 )
 
-// Condition type and reasons for endpoint resolution, beside Crossplane's
-// Ready and Synced.
-const (
-	ConditionResolved     xpv2.ConditionType   = "EndpointsResolved"
-	ReasonResolved        xpv2.ConditionReason = "Resolved"
-	ReasonResolveFailed   xpv2.ConditionReason = "ResolveFailed"
-	ReasonAwaitingAddress xpv2.ConditionReason = "AwaitingAddress"
-
-	ConditionDeviceCleanup xpv2.ConditionType   = "DeviceCleanup"
-	ReasonCleanupByAPI     xpv2.ConditionReason = "TailscaleAPI"
-	ReasonNoAPIAccess      xpv2.ConditionReason = "NoAPIAccess"
-)
-
 // external resolves and writes one RelayConfig's config Secret. A new one
 // is made for every reconcile, so it may carry what Observe rendered to
 // Create or Update.
@@ -84,16 +71,16 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	switch {
 	case resolveErr != nil:
 		eps = last
-		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonResolveFailed,
+		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonResolveFailed,
 			Message: fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, resolve.Strings(last)), LastTransitionTime: metav1.Now()})
 	case len(eps) == 0 && len(last) > 0:
 		// The ingress went away (the load balancer is being replaced, say):
 		// keep advertising what was last known rather than nothing.
 		eps = last
-		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonAwaitingAddress,
+		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingAddress,
 			Message: "the Service has no load balancer address now; still advertising the last good endpoints", LastTransitionTime: metav1.Now()})
 	case len(eps) == 0:
-		mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionFalse, Reason: ReasonAwaitingAddress,
+		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingAddress,
 			Message: "waiting for the Service's load balancer address", LastTransitionTime: metav1.Now()})
 	default:
 		e.recordResolved(mg, res)
@@ -217,7 +204,7 @@ func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) 
 		now := metav1.Now()
 		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
 	}
-	mg.SetConditions(xpv2.Condition{Type: ConditionResolved, Status: corev1.ConditionTrue, Reason: ReasonResolved,
+	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonResolved,
 		Message: fmt.Sprintf("%d endpoints from %s", len(eps), res.Source), LastTransitionTime: metav1.Now()})
 }
 
@@ -289,10 +276,10 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 // cleanupCondition says whether the replica's device leaves the tailnet
 // with it: only Tailscale API access can remove it.
 func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
-	c := xpv2.Condition{Type: ConditionDeviceCleanup, Status: corev1.ConditionTrue, Reason: ReasonCleanupByAPI,
+	c := xpv2.Condition{Type: v1alpha1.ConditionDeviceCleanup, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCleanupByAPI,
 		Message: "the device is removed from the tailnet when this replica goes", LastTransitionTime: metav1.Now()}
 	if e.api == nil {
-		c.Status, c.Reason = corev1.ConditionFalse, ReasonNoAPIAccess
+		c.Status, c.Reason = corev1.ConditionFalse, v1alpha1.ReasonNoAPIAccess
 		c.Message = "the provider config has no Tailscale API access (spec.tailscale): the device stays in the tailnet when this replica is removed; remove it in the admin console"
 	}
 	mg.SetConditions(c)

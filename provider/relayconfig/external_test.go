@@ -229,7 +229,7 @@ func TestObserve(t *testing.T) {
 			mg:     relayConfig(),
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: fileKey, resolved: ReasonResolved},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"UpToDate": {
 			reason: "A config Secret holding exactly the rendered config is up to date.",
@@ -237,7 +237,7 @@ func TestObserve(t *testing.T) {
 			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state,
 				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "203.0.113.5:41641")})},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: fileKey, resolved: ReasonResolved},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"HandEdited": {
 			reason: "A config Secret edited by hand is not up to date, so it is put right.",
@@ -245,14 +245,14 @@ func TestObserve(t *testing.T) {
 			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state,
 				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: []byte(`{"Version":"alpha0"}`)})},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: fileKey, resolved: ReasonResolved},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"NotOurs": {
 			reason: "A config Secret someone else controls is never taken over.",
 			mg:     relayConfig(),
 			objs: []client.Object{service(), state,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
-			want: want{err: "not controlled by this RelayConfig", authKey: fileKey, resolved: ReasonAwaitingAddress},
+			want: want{err: "not controlled by this RelayConfig", authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress},
 		},
 		"Hostname": {
 			reason: "An ingress hostname is resolved to every A record, sorted.",
@@ -260,7 +260,7 @@ func TestObserve(t *testing.T) {
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
 			dns:    fakeDNS{"lb.example.com": {netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.1")}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641", "198.51.100.2:41641"},
-				authKey: fileKey, resolved: ReasonResolved},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"LookupFailsKeepsConfig": {
 			reason: "A failed lookup keeps the endpoints the config advertises, in the config and in status, even when status lags behind the config; the failure is an error once the config is up to date.",
@@ -269,7 +269,7 @@ func TestObserve(t *testing.T) {
 			}),
 			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state,
 				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "198.51.100.1:41641", "198.51.100.9:41641")})},
-			want: want{err: "SERVFAIL", endpoints: []string{"198.51.100.1:41641", "198.51.100.9:41641"}, authKey: fileKey, resolved: ReasonResolveFailed},
+			want: want{err: "SERVFAIL", endpoints: []string{"198.51.100.1:41641", "198.51.100.9:41641"}, authKey: fileKey, resolved: v1alpha1.ReasonResolveFailed},
 		},
 		"LookupFailsNoConfig": {
 			reason: "A config Secret lost during an outage is written again from the endpoints status recorded.",
@@ -278,7 +278,7 @@ func TestObserve(t *testing.T) {
 			}),
 			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641"},
-				authKey: fileKey, resolved: ReasonResolveFailed},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolveFailed},
 		},
 		"IngressGone": {
 			reason: "A Service that lost its ingress keeps the last good endpoints and says it waits.",
@@ -287,13 +287,13 @@ func TestObserve(t *testing.T) {
 			}),
 			objs: []client.Object{service(), state},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: fileKey, resolved: ReasonAwaitingAddress},
+				authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress},
 		},
 		"NoServiceYet": {
 			reason: "Before its Service exists the replica still gets a config, advertising nothing.",
 			mg:     relayConfig(),
 			objs:   []client.Object{state},
-			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: ReasonAwaitingAddress},
+			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress},
 		},
 		"StateMissing": {
 			reason: "A missing state Secret is reported not up to date, so Update creates it.",
@@ -301,23 +301,23 @@ func TestObserve(t *testing.T) {
 			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}),
 				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "203.0.113.5:41641")})},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				authKey: fileKey, resolved: ReasonResolved},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"Enrolled": {
 			reason: "Once the state Secret holds a device ID, the device ID is recorded and the config carries no key.",
 			mg:     relayConfig(),
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), enrolled},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				resolved: ReasonResolved, deviceID: "dev-1", keyReason: ReasonKeyLoggedIn},
+				resolved: v1alpha1.ReasonResolved, deviceID: "dev-1", keyReason: v1alpha1.ReasonKeyLoggedIn},
 		},
 		"EnrolledKeepsAvailable": {
 			reason: "A key condition that was fine is left as it is at login: one status write less, each a watch event on the PeerRelay.",
 			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
-				setKeyCondition(rc, corev1.ConditionTrue, ReasonKeyAvailable, "the key in Secret ts-auth")
+				setKeyCondition(rc, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "the key in Secret ts-auth")
 			}),
 			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), enrolled},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				resolved: ReasonResolved, deviceID: "dev-1", keyReason: ReasonKeyAvailable},
+				resolved: v1alpha1.ReasonResolved, deviceID: "dev-1", keyReason: v1alpha1.ReasonKeyAvailable},
 		},
 		"Mint": {
 			reason: "With no auth key Secret named and API access, Observe only notes that a key must be minted: Update mints it.",
@@ -325,7 +325,7 @@ func TestObserve(t *testing.T) {
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
-				resolved: ReasonResolved, keyReason: ReasonKeyMinting, mint: true},
+				resolved: v1alpha1.ReasonResolved, keyReason: v1alpha1.ReasonKeyMinting, mint: true},
 		},
 		"MintedKeyReused": {
 			reason: "An unexpired minted key is used again, not minted anew; the config names its file.",
@@ -333,7 +333,7 @@ func TestObserve(t *testing.T) {
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyAvailable},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyAvailable},
 		},
 		"MintedKeyExpired": {
 			reason: "An expired, unused minted key is to be replaced.",
@@ -341,7 +341,7 @@ func TestObserve(t *testing.T) {
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(-time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyMinting, mint: true},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyMinting, mint: true},
 		},
 		"ReissueMinted": {
 			reason: "A device that lost its login asks for a new key in place of the minted one it has: a new key is minted, so the config's AuthKey changes, which is what containerboot waits for.",
@@ -350,7 +350,7 @@ func TestObserve(t *testing.T) {
 				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("file:/etc/tailscale/authkey/r-0/authkey-k7")})},
 			api: &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
-				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: ReasonAwaitingAddress, keyReason: ReasonKeyRejected, mint: true},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyRejected, mint: true},
 		},
 		"ReissueSupplied": {
 			reason: "A device that lost its login gets the supplied key back in its config, and the condition says the key was refused.",
@@ -358,13 +358,13 @@ func TestObserve(t *testing.T) {
 			objs: []client.Object{service(),
 				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("")})},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
-				authKey: fileKey, resolved: ReasonAwaitingAddress, keyReason: ReasonKeyRejected},
+				authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyRejected},
 		},
 		"NoKeyNoAPI": {
 			reason: "With no auth key Secret and no API access, the config carries no key: the user logs the device in another way.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
 			objs:   []client.Object{service(), state},
-			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: ReasonAwaitingAddress, keyReason: ReasonKeyUnavailable},
+			want:   want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyUnavailable},
 		},
 		"Inline": {
 			reason: "An Inline key is read from its Secret into the config.",
@@ -373,7 +373,7 @@ func TestObserve(t *testing.T) {
 			}),
 			objs: []client.Object{service(), state,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"authkey": []byte("tskey-auth-INLINE\n")}}},
-			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: "tskey-auth-INLINE", resolved: ReasonAwaitingAddress},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: "tskey-auth-INLINE", resolved: v1alpha1.ReasonAwaitingAddress},
 		},
 		"InlineWrongKey": {
 			reason: "An Inline key Secret without the named key is an error naming the field.",
@@ -391,7 +391,7 @@ func TestObserve(t *testing.T) {
 				rc.SetDeletionTimestamp(&now)
 			}),
 			objs: []client.Object{service(), state},
-			want: want{obs: managed.ExternalObservation{ResourceExists: false}, authKey: fileKey, resolved: ReasonAwaitingAddress},
+			want: want{obs: managed.ExternalObservation{ResourceExists: false}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress},
 		},
 	}
 	for name, tc := range cases {
@@ -434,7 +434,7 @@ func TestObserve(t *testing.T) {
 			if got := ptrOr(cfg.AuthKey); got != tc.want.authKey {
 				t.Errorf("%s\nconfig AuthKey: %q, want %q", tc.reason, got, tc.want.authKey)
 			}
-			if got := tc.mg.GetCondition(ConditionResolved).Reason; got != tc.want.resolved {
+			if got := tc.mg.GetCondition(v1alpha1.ConditionResolved).Reason; got != tc.want.resolved {
 				t.Errorf("%s\nEndpointsResolved reason: %q, want %q", tc.reason, got, tc.want.resolved)
 			}
 			if got := tc.mg.Status.AtProvider.DeviceID; got != tc.want.deviceID {
@@ -447,8 +447,8 @@ func TestObserve(t *testing.T) {
 				t.Errorf("%s\nObserve minted %d keys: Observe must only observe", tc.reason, tc.api.minted)
 			}
 			if tc.want.keyReason != "" {
-				if got := tc.mg.GetCondition(ConditionAuthKey).Reason; got != tc.want.keyReason {
-					t.Errorf("%s\n%s reason %q, want %q", tc.reason, ConditionAuthKey, got, tc.want.keyReason)
+				if got := tc.mg.GetCondition(v1alpha1.ConditionAuthKey).Reason; got != tc.want.keyReason {
+					t.Errorf("%s\n%s reason %q, want %q", tc.reason, v1alpha1.ConditionAuthKey, got, tc.want.keyReason)
 				}
 			}
 		})
@@ -648,7 +648,7 @@ func TestCheckPlacement(t *testing.T) {
 			prev:   checked,
 			want: &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b",
 				Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"},
-			cond: ReasonNotChecked,
+			cond: v1alpha1.ReasonNotChecked,
 		},
 	}
 	for name, tc := range cases {
@@ -662,8 +662,8 @@ func TestCheckPlacement(t *testing.T) {
 			if diff := cmp.Diff(tc.want, mg.Status.AtProvider.AWS); diff != "" {
 				t.Errorf("%s\nstatus.atProvider.aws (-want +got):\n%s", tc.reason, diff)
 			}
-			if got := mg.GetCondition(ConditionAWSPlacement).Reason; got != tc.cond {
-				t.Errorf("%s\n%s reason %q, want %q", tc.reason, ConditionAWSPlacement, got, tc.cond)
+			if got := mg.GetCondition(v1alpha1.ConditionAWSPlacement).Reason; got != tc.cond {
+				t.Errorf("%s\n%s reason %q, want %q", tc.reason, v1alpha1.ConditionAWSPlacement, got, tc.cond)
 			}
 		})
 	}

@@ -61,6 +61,7 @@ func TestCrossplane(t *testing.T) {
 	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
 	t.Run("BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
 	t.Run("MinimalNoKey", func(t *testing.T) { s.minimalNoKey(ctx, t) })
+	t.Run("TailnetUnavailable", func(t *testing.T) { s.tailnetUnavailable(ctx, t) })
 	t.Run("Delete", func(t *testing.T) { s.deletion(ctx, t) })
 	t.Run("DeleteNamespace", func(t *testing.T) { s.deleteNamespace(ctx, t) })
 	t.Run("Quiet", func(t *testing.T) { s.quiet(ctx, t) })

@@ -42,3 +42,33 @@ func (s *system) minimalNoKey(ctx context.Context, t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// tailnetUnavailable: a PeerRelay whose spec.tailnet names no
+// ClusterProviderConfig says TailnetUnavailable, with the provider's own
+// words, from the RelayConfigs' ProviderConfigUsable condition (the
+// function reads conditions, never messages); once the platform creates
+// the ClusterProviderConfig, it becomes ready.
+func (s *system) tailnetUnavailable(ctx context.Context, t *testing.T) {
+	const ns, name, tailnet = "team-tn", "relay", "tailnet-later"
+	s.namespaceWithKey(t, ns)
+	s.applyPeerRelay(t, ns, name, "replicas: 1\nauthKeySecretRef: {name: tailscale-auth}\ntailnet: "+tailnet)
+	harness.Eventually(t, 90*time.Second, "PeerRelayReady says the tailnet is unusable", func(context.Context) error {
+		u, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+		if err != nil {
+			return err
+		}
+		st, msg := condition(u, "PeerRelayReady")
+		if st != "False" || !strings.HasPrefix(msg, "TailnetUnavailable: ") || !strings.Contains(msg, `ClusterProviderConfig `+tailnet) {
+			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
+		}
+		return nil
+	})
+	cpc := fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{}}`, relayAPI, tailnet)
+	if out, err := s.KubectlIn(t, []byte(cpc), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s.waitReady(ctx, t, ns, name, 2*time.Minute)
+	if out, err := s.Kubectl(t, "-n", ns, "delete", "peerrelay", name, "--timeout=2m"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -1,0 +1,44 @@
+package v1alpha1
+
+import xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+// A RelayConfig's conditions beside Crossplane's Ready and Synced, and their
+// reasons. The provider writes them and the PeerRelay function reads them:
+// they are the contract between the two, defined here once. The function
+// decides on types and reasons only, never on a message's words.
+const (
+	// ConditionAuthKey: whether the replica has what it needs to log in.
+	ConditionAuthKey     xpv2.ConditionType   = "AuthKeyAvailable"
+	ReasonKeyLoggedIn    xpv2.ConditionReason = "LoggedIn"
+	ReasonKeyAvailable   xpv2.ConditionReason = "Available"
+	ReasonKeyUnavailable xpv2.ConditionReason = "NoAuthKey"
+	ReasonKeyRejected    xpv2.ConditionReason = "AuthKeyRejected"
+	ReasonKeyMinting     xpv2.ConditionReason = "Minting"
+
+	// ConditionResolved: whether the replica's public endpoints are known.
+	ConditionResolved     xpv2.ConditionType   = "EndpointsResolved"
+	ReasonResolved        xpv2.ConditionReason = "Resolved"
+	ReasonResolveFailed   xpv2.ConditionReason = "ResolveFailed"
+	ReasonAwaitingAddress xpv2.ConditionReason = "AwaitingAddress"
+
+	// ConditionDeviceCleanup: whether the replica's device leaves the
+	// tailnet when the RelayConfig is deleted.
+	ConditionDeviceCleanup xpv2.ConditionType   = "DeviceCleanup"
+	ReasonCleanupByAPI     xpv2.ConditionReason = "TailscaleAPI"
+	ReasonNoAPIAccess      xpv2.ConditionReason = "NoAPIAccess"
+
+	// ConditionAWSPlacement: the check of spec.forProvider.aws's subnet and
+	// Elastic IP against AWS.
+	ConditionAWSPlacement xpv2.ConditionType   = "AWSPlacementValid"
+	ReasonPlacementValid  xpv2.ConditionReason = "Valid"
+	ReasonPlacementBad    xpv2.ConditionReason = "Invalid"
+	ReasonCheckFailed     xpv2.ConditionReason = "CheckFailed"
+	ReasonNotChecked      xpv2.ConditionReason = "NotChecked"
+
+	// ConditionProviderConfig: whether the provider could read the
+	// ProviderConfig or ClusterProviderConfig spec.providerConfigRef names.
+	// While it cannot, nothing else is reconciled (Synced=False says why).
+	ConditionProviderConfig        xpv2.ConditionType   = "ProviderConfigUsable"
+	ReasonProviderConfigUsable     xpv2.ConditionReason = "Usable"
+	ReasonProviderConfigUnreadable xpv2.ConditionReason = "ProviderConfigUnreadable"
+)
