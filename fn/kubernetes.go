@@ -192,9 +192,8 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			{Name: servicePortName, ContainerPort: r.Port, Protocol: corev1.ProtocolUDP},
 		},
 		// Probed every second: containerboot is healthy about a second
-		// after it starts, and a 5 s period left pods unready for up to 5 s
-		// more (apply → PeerRelayReady, median of the demo: 8.5 s at 5 s,
-		// 4.7 s at 1 s).
+		// after it starts, and a longer period leaves the pod unready that
+		// much longer (docs/performance.md, apply → PeerRelayReady).
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: "/healthz", Port: intstr.FromInt32(healthCheckPort),
 		}}, PeriodSeconds: 1},

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -17,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -89,6 +93,21 @@ func addHealthChecks(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
+}
+
+// Metrics registers, with the manager's registry (served on the metrics
+// address), what Crossplane providers report about their managed
+// resources: the managed reconciler's times to first reconcile, readiness,
+// deletion and drift, and how many RelayConfigs exist, are ready and are
+// synced, recorded every poll. Once per process.
+func Metrics(poll time.Duration) (*controller.MetricOptions, error) {
+	mr, state := managed.NewMRMetricRecorder(), statemetrics.NewMRStateMetrics()
+	for _, c := range []prometheus.Collector{mr, state} {
+		if err := metrics.Registry.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return &controller.MetricOptions{PollStateMetricInterval: poll, MRMetrics: mr, MRStateMetrics: state}, nil
 }
 
 // Setup adds every controller.

@@ -10,6 +10,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -43,7 +44,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		read:  mgr.GetAPIReader(),
 		usage: resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind),
+	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
@@ -54,7 +55,14 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// write would be one more watch event on the PeerRelay.
 		managed.WithInitializers(),
 		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName)}),
-	)
+	}
+	if m := o.MetricOptions; m != nil {
+		opts = append(opts, managed.WithMetricRecorder(m.MRMetrics))
+		if err := mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, m.MRStateMetrics, &v1alpha1.RelayConfigList{}, m.PollStateMetricInterval)); err != nil {
+			return err
+		}
+	}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), opts...)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).

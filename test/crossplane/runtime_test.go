@@ -3,7 +3,9 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +70,7 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 	if leaders != 1 {
 		t.Errorf("%d provider pods acquired the lease, want 1", leaders)
 	}
+	s.providerMetrics(ctx, t)
 	lease := &coordinationv1.Lease{}
 	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: harness.CrossplaneNamespace, Name: "crossplane-leader-election-provider-peerrelay"}, lease); err != nil {
 		t.Errorf("the leader election Lease: %v", err)
@@ -108,6 +111,56 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 		}
 	}
 	s.providerReplicasWithCA(ctx, t, 1, "")
+}
+
+// providerMetrics: the leading provider pod serves, on the metrics port
+// Crossplane's runtime gives it, the managed resource metrics Crossplane
+// providers report: how many RelayConfigs exist and are ready (in the whole
+// cluster, all of them ready here), and the managed reconciler's time to
+// first readiness.
+func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, "a provider pod reports the RelayConfigs", func(ctx context.Context) error {
+		rcs, err := s.List(ctx, relayAPI, "RelayConfig", "")
+		if err != nil {
+			return err
+		}
+		exists := fmt.Sprintf(`crossplane_managed_resource_exists{gvk="relay.peerrelay.io/v1alpha1, Kind=RelayConfig"} %d`, len(rcs))
+		ready := fmt.Sprintf(`crossplane_managed_resource_ready{gvk="relay.peerrelay.io/v1alpha1, Kind=RelayConfig"} %d`, len(rcs))
+		pods := &corev1.PodList{}
+		if err := s.Admin.List(ctx, pods, client.InNamespace(harness.CrossplaneNamespace)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Name, providerName) || p.Status.PodIP == "" {
+				continue
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics", nil)
+			if err != nil {
+				return err
+			}
+			rsp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				seen = append(seen, p.Name+": "+err.Error())
+				continue
+			}
+			b, _ := io.ReadAll(rsp.Body)
+			_ = rsp.Body.Close()
+			body := string(b)
+			if strings.Contains(body, exists) && strings.Contains(body, ready) && strings.Contains(body, "crossplane_managed_resource_first_time_to_readiness_seconds_count") {
+				return nil
+			}
+			var state []string
+			for l := range strings.Lines(body) {
+				if strings.HasPrefix(l, "crossplane_managed_resource_") && !strings.Contains(l, "_bucket") {
+					state = append(state, strings.TrimSpace(l))
+				}
+			}
+			seen = append(seen, fmt.Sprintf("%s: %q", p.Name, state))
+		}
+		return fmt.Errorf("want %q and %q from a provider pod: %v", exists, ready, seen)
+	})
 }
 
 func countCalls(api *tailnettest.FakeAPI, method, path string) int {

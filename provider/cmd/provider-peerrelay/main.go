@@ -30,6 +30,7 @@ type CLI struct {
 	MaxReconcileRate int           `default:"10" help:"The global maximum rate per second at which resources may be checked for drift."`
 	MetricsAddress   string        `default:":8080" help:"Address to serve Prometheus metrics on."`
 	HealthAddress    string        `default:":8081" help:"Address to serve health probes on."`
+	PollStateMetric  time.Duration `default:"5s" help:"How often to record the RelayConfig state metrics (exist, ready, synced)."`
 }
 
 // Run the provider until it is signalled to stop.
@@ -59,6 +60,9 @@ func (c *CLI) Run() error {
 		PollInterval:            c.Poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
 		Features:                &feature.Flags{},
+	}
+	if o.MetricOptions, err = provider.Metrics(c.PollStateMetric); err != nil {
+		return err
 	}
 	if err := provider.Setup(mgr, o); err != nil {
 		return err
