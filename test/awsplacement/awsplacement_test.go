@@ -89,6 +89,10 @@ func (w *world) reconcile() map[string]*fnv1.Resource {
 			w.provideEIP(key, obj)
 		case "LB":
 			w.provideLB(key, obj)
+		default:
+			// Applied as desired: what the next reconcile observes (the
+			// StatefulSets wait for the ServiceAccount, Role and RoleBinding).
+			w.observe(key, obj)
 		}
 	}
 	return desired
