@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -109,7 +110,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	var cond *response.ConditionOption
 	if sum.ready {
 		cond = response.ConditionTrue(rsp, conditionReady, sum.reason)
-		rsp.Meta.Ttl = durationOf(ttlReady)
+		rsp.Meta.Ttl = durationpb.New(ttlReady)
 	} else {
 		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
 	}

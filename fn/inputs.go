@@ -83,17 +83,3 @@ func (in inputs) key() ([sha256.Size]byte, error) {
 	}
 	return sha256.Sum256(b), nil
 }
-
-// requiredPods returns the pods Crossplane supplied, by name, or nil when it
-// has not looked for them yet.
-func requiredPods(req *fnv1.RunFunctionRequest) (map[string]*composed.Unstructured, error) {
-	pods, ok, err := request.GetRequiredResource(req, requiredPodsKey)
-	if err != nil || !ok {
-		return nil, err
-	}
-	out := make(map[string]*composed.Unstructured, len(pods))
-	for _, p := range pods {
-		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
-	}
-	return out, nil
-}

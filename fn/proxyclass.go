@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -15,11 +14,7 @@ import (
 // ProxyClass itself. A required resource of a kind the API server does not
 // serve fails the whole composition, and the Tailscale operator, which
 // brings the ProxyClass CRD, need not be installed.
-const (
-	requiredProxyClassCRDKey = "proxyclass-crd"
-	requiredProxyClassKey    = "proxyclass"
-	proxyClassCRDName        = "proxyclasses.tailscale.com"
-)
+const proxyClassCRDName = "proxyclasses.tailscale.com"
 
 // proxyClass is the part of a Tailscale operator ProxyClass
 // (tailscale.com/v1alpha1) that shapes a relay pod. Declared here rather
@@ -72,27 +67,6 @@ type podSettings struct {
 	DNSConfig                                 *corev1.PodDNSConfig
 	ImagePullPolicy                           corev1.PullPolicy
 	Env                                       []corev1.EnvVar
-}
-
-// requireProxyClass asks Crossplane for the ProxyClass CRD, and once it is
-// known to exist, for the ProxyClass spec.proxyClass names.
-func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
-	if r.Spec.ProxyClass == "" {
-		return
-	}
-	require(rsp, requiredProxyClassCRDKey, &fnv1.ResourceSelector{
-		ApiVersion: "apiextensions.k8s.io/v1",
-		Kind:       "CustomResourceDefinition",
-		Match:      &fnv1.ResourceSelector_MatchName{MatchName: proxyClassCRDName},
-	})
-	if !r.proxyClassCRD {
-		return
-	}
-	require(rsp, requiredProxyClassKey, &fnv1.ResourceSelector{
-		ApiVersion: "tailscale.com/v1alpha1",
-		Kind:       "ProxyClass",
-		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Spec.ProxyClass},
-	})
 }
 
 // proxyClassLookup is what Crossplane supplied of spec.proxyClass.

@@ -9,7 +9,11 @@ import (
 	"strings"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/response"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -29,8 +33,6 @@ const (
 	// The RelayConfigs' DeviceCleanup, shown on the PeerRelay under the
 	// same name: whether devices leave the tailnet with their replicas.
 	conditionDeviceCleanup = string(relayv1alpha1.ConditionDeviceCleanup)
-	requiredPodsKey        = "pods"
-	requiredAuthKeyKey     = "authkey-secret"
 )
 
 // replicaObservation is one replica as observed.
@@ -230,4 +232,25 @@ func (s summary) tailnetProblem(r *relay) string {
 		}
 	}
 	return ""
+}
+
+// setStatus writes status.endpoints, status.replicas and status.addresses
+// on the desired XR, keeping whatever earlier steps put there.
+func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
+	dxr, err := request.GetDesiredCompositeResource(req)
+	if err != nil {
+		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return fmt.Errorf("cannot convert the PeerRelay's status: %w", err)
+	}
+	// Written even when empty (omitempty left them out): an empty list
+	// replaces the last one.
+	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": ""} {
+		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
+			return fmt.Errorf("cannot set status.%s: %w", f, err)
+		}
+	}
+	return response.SetDesiredCompositeResource(rsp, dxr)
 }

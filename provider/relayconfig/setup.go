@@ -7,6 +7,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -70,7 +71,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// The config and state Secrets: a device ID appearing in the state
 		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient()))).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient(), o.Logger))).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
@@ -84,10 +85,14 @@ func CachedSecrets() labels.Selector {
 	return labels.NewSelector().Add(*r)
 }
 
-func relayConfigsFor(c client.Client) handler.MapFunc {
+// relayConfigsFor maps a Service to the RelayConfigs that name it. A
+// failed List (from the cache) loses only this event: the RelayConfig's
+// poll reads the Service again.
+func relayConfigsFor(c client.Client, log logging.Logger) handler.MapFunc {
 	return func(ctx context.Context, svc client.Object) []reconcile.Request {
 		l := &v1alpha1.RelayConfigList{}
 		if err := c.List(ctx, l, client.InNamespace(svc.GetNamespace()), client.MatchingFields{serviceIndex: svc.GetName()}); err != nil {
+			log.Info("Cannot list the RelayConfigs of a changed Service; they see it on their next poll", "namespace", svc.GetNamespace(), "service", svc.GetName(), "error", err)
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(l.Items))

@@ -1,20 +1,40 @@
 package fn
 
+// Required resources: what the function asks Crossplane to fetch besides
+// the observed XR and composed resources, and reads back on the next call.
+// Every required kind is watched (each change is an event on the PeerRelay's
+// circuit breaker) and cached cluster-wide by Crossplane, so the function
+// asks for as little as it can.
+
 import (
-	"cmp"
 	"fmt"
 	"sort"
-	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
-	"github.com/crossplane/function-sdk-go/response"
-	"google.golang.org/protobuf/types/known/durationpb"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
+
+// Requirement keys: how Crossplane tells the requirements apart across
+// calls.
+const (
+	requiredPodsKey          = "pods"
+	requiredAuthKeyKey       = "authkey-secret"
+	requiredProxyClassCRDKey = "proxyclass-crd"
+	requiredProxyClassKey    = "proxyclass"
+)
+
+// require adds a resource requirement, whichever requirement comes first.
+func require(rsp *fnv1.RunFunctionResponse, key string, sel *fnv1.ResourceSelector) {
+	if rsp.Requirements == nil {
+		rsp.Requirements = &fnv1.Requirements{}
+	}
+	if rsp.Requirements.Resources == nil {
+		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
+	}
+	rsp.Requirements.Resources[key] = sel
+}
 
 // needsPods tells whether the function asks Crossplane for the relay pods:
 // only managed load balancers need them, for the pod IPs they register as
@@ -36,15 +56,18 @@ func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
 	})
 }
 
-// require adds a resource requirement, whichever requirement comes first.
-func require(rsp *fnv1.RunFunctionResponse, key string, sel *fnv1.ResourceSelector) {
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{}
+// requiredPods returns the pods Crossplane supplied, by name, or nil when it
+// has not looked for them yet.
+func requiredPods(req *fnv1.RunFunctionRequest) (map[string]*composed.Unstructured, error) {
+	pods, ok, err := request.GetRequiredResource(req, requiredPodsKey)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if rsp.Requirements.Resources == nil {
-		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
+	out := make(map[string]*composed.Unstructured, len(pods))
+	for _, p := range pods {
+		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
 	}
-	rsp.Requirements.Resources[key] = sel
+	return out, nil
 }
 
 // requireAuthKey asks Crossplane for the auth key Secret, only to tell the
@@ -87,25 +110,23 @@ func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
 	return ""
 }
 
-// setStatus writes status.endpoints, status.replicas and status.addresses
-// on the desired XR, keeping whatever earlier steps put there.
-func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
-	dxr, err := request.GetDesiredCompositeResource(req)
-	if err != nil {
-		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
+// requireProxyClass asks Crossplane for the ProxyClass CRD, and once it is
+// known to exist, for the ProxyClass spec.proxyClass names.
+func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if r.Spec.ProxyClass == "" {
+		return
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
-	if err != nil {
-		return fmt.Errorf("cannot convert the PeerRelay's status: %w", err)
+	require(rsp, requiredProxyClassCRDKey, &fnv1.ResourceSelector{
+		ApiVersion: "apiextensions.k8s.io/v1",
+		Kind:       "CustomResourceDefinition",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: proxyClassCRDName},
+	})
+	if !r.proxyClassCRD {
+		return
 	}
-	// Written even when empty (omitempty left them out): an empty list
-	// replaces the last one.
-	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": ""} {
-		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
-			return fmt.Errorf("cannot set status.%s: %w", f, err)
-		}
-	}
-	return response.SetDesiredCompositeResource(rsp, dxr)
+	require(rsp, requiredProxyClassKey, &fnv1.ResourceSelector{
+		ApiVersion: "tailscale.com/v1alpha1",
+		Kind:       "ProxyClass",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Spec.ProxyClass},
+	})
 }
-
-func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
