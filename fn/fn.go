@@ -93,9 +93,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err := setStatus(req, rsp, sum.status); err != nil {
 		return err
 	}
-	if needsPods(r) {
-		requirePods(rsp, r)
-	}
+	requirePods(rsp, r)
 	requireAuthKey(rsp, r)
 	requireProxyClass(rsp, r)
 	for _, w := range warnings(r) {

@@ -57,7 +57,7 @@ func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
 
 // podAccess is what a PeerRelay's first reconcile leaves behind, with
 // more: the ServiceAccount, Role and RoleBinding its pods run as, which the
-// StatefulSets wait for (relay.startable).
+// StatefulSets wait for (relay.composable).
 func podAccess(t testing.TB, more map[string]*fnv1.Resource) map[string]*fnv1.Resource {
 	t.Helper()
 	out := map[string]*fnv1.Resource{

@@ -44,9 +44,13 @@ func require(rsp *fnv1.RunFunctionResponse, key string, sel *fnv1.ResourceSelect
 // is cached by Crossplane cluster-wide: every Pod in the cluster.
 func needsPods(r *relay) bool { return r.managedLoadBalancers() }
 
-// requirePods asks Crossplane for the relay pods, so status can say which
-// replica's pod is ready and which IP a target group registers.
+// requirePods asks Crossplane for the relay pods when it needs them
+// (needsPods), so status can say which replica's pod is ready and which IP
+// a target group registers.
 func requirePods(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if !needsPods(r) {
+		return
+	}
 	ns := r.Namespace
 	require(rsp, requiredPodsKey, &fnv1.ResourceSelector{
 		ApiVersion: "v1",

@@ -106,7 +106,7 @@ func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, re
 }
 
 func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {
-	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionAuthKey, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
+	mg.SetConditions(condition(v1alpha1.ConditionAuthKey, s, r, msg))
 }
 
 // stateSecret returns the replica's state Secret, or nil when it is

@@ -7,7 +7,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
@@ -53,5 +52,5 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 }
 
 func setPlacementCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {
-	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionAWSPlacement, Status: s, Reason: r, Message: msg, LastTransitionTime: metav1.Now()})
+	mg.SetConditions(condition(v1alpha1.ConditionAWSPlacement, s, r, msg))
 }

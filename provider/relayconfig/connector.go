@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,9 +81,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 // providerConfigCondition says whether the provider config could be read.
 func providerConfigCondition(err error) xpv2.Condition {
 	if err != nil {
-		return xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonProviderConfigUnreadable, Message: err.Error(), LastTransitionTime: metav1.Now()}
+		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonProviderConfigUnreadable, err.Error())
 	}
-	return xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonProviderConfigUsable, LastTransitionTime: metav1.Now()}
+	return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionTrue, v1alpha1.ReasonProviderConfigUsable, "")
 }
 
 // providerConfig returns the spec of the ProviderConfig (in the

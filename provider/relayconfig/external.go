@@ -71,17 +71,17 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	switch {
 	case resolveErr != nil:
 		eps = last
-		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonResolveFailed,
-			Message: fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, resolve.Strings(last)), LastTransitionTime: metav1.Now()})
+		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonResolveFailed,
+			fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, resolve.Strings(last))))
 	case len(eps) == 0 && len(last) > 0:
 		// The ingress went away (the load balancer is being replaced, say):
 		// keep advertising what was last known rather than nothing.
 		eps = last
-		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingAddress,
-			Message: "the Service has no load balancer address now; still advertising the last good endpoints", LastTransitionTime: metav1.Now()})
+		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
+			"the Service has no load balancer address now; still advertising the last good endpoints"))
 	case len(eps) == 0:
-		mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonAwaitingAddress,
-			Message: "waiting for the Service's load balancer address", LastTransitionTime: metav1.Now()})
+		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
+			"waiting for the Service's load balancer address"))
 	default:
 		e.recordResolved(mg, res)
 	}
@@ -204,8 +204,8 @@ func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) 
 		now := metav1.Now()
 		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
 	}
-	mg.SetConditions(xpv2.Condition{Type: v1alpha1.ConditionResolved, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonResolved,
-		Message: fmt.Sprintf("%d endpoints from %s", len(eps), res.Source), LastTransitionTime: metav1.Now()})
+	mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionTrue, v1alpha1.ReasonResolved,
+		fmt.Sprintf("%d endpoints from %s", len(eps), res.Source)))
 }
 
 func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Service, error) {
@@ -276,8 +276,8 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 // cleanupCondition says whether the replica's device leaves the tailnet
 // with it: only Tailscale API access can remove it.
 func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
-	c := xpv2.Condition{Type: v1alpha1.ConditionDeviceCleanup, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCleanupByAPI,
-		Message: "the device is removed from the tailnet when this replica goes", LastTransitionTime: metav1.Now()}
+	c := condition(v1alpha1.ConditionDeviceCleanup, corev1.ConditionTrue, v1alpha1.ReasonCleanupByAPI,
+		"the device is removed from the tailnet when this replica goes")
 	if e.api == nil {
 		c.Status, c.Reason = corev1.ConditionFalse, v1alpha1.ReasonNoAPIAccess
 		c.Message = "the provider config has no Tailscale API access (spec.tailscale): the device stays in the tailnet when this replica is removed; remove it in the admin console"
