@@ -13,6 +13,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
@@ -155,14 +156,8 @@ func loggedIn(state *corev1.Secret) string {
 // resource, because containerboot writes it often and every write to a
 // composed resource is a watch event on the PeerRelay.
 func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) error {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: mg.Spec.ForProvider.StateSecretName, Namespace: mg.GetNamespace(),
-			Labels: map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
-		},
-		Type: corev1.SecretTypeOpaque,
-	}
-	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.StateSecretName, Namespace: mg.GetNamespace()}}
+	_ = ownSecret(s, mg) // new: nobody else controls it
 	if err := e.kube.Create(ctx, s); err != nil && !kerrors.IsAlreadyExists(err) {
 		return fmt.Errorf("cannot create state Secret %s: %w", s.Name, err)
 	}
@@ -215,25 +210,12 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	if err != nil {
 		return "", err
 	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: mg.GetNamespace(),
-			Annotations: map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id},
-			Labels:      map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{mintedDataKey(id): []byte(key)},
-	}
-	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
-	err = e.kube.Create(ctx, s)
-	if kerrors.IsAlreadyExists(err) {
-		old := &corev1.Secret{}
-		if err = e.kube.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, old); err == nil {
-			old.Annotations, old.Data = s.Annotations, s.Data
-			err = e.kube.Update(ctx, old)
-		}
-	}
-	if err != nil {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mg.GetNamespace()}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id}
+		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
+		return ownSecret(s, mg)
+	}); err != nil {
 		return "", fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
 	}
 	mg.Status.AtProvider.AuthKeyID = id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,22 +112,42 @@ func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig
 }
 
 func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg *v1alpha1.RelayConfig) (tailnet.API, error) {
-	ns := t.OAuthSecretRef.Namespace
-	if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
-		ns = mg.GetNamespace()
+	cred, err := c.credentials(ctx, mg, t.OAuthSecretRef, "spec.tailscale.oauthSecretRef", v1alpha1.OAuthClientIDKey, v1alpha1.OAuthClientSecretKey)
+	if err != nil {
+		return nil, err
 	}
-	s := &corev1.Secret{}
-	if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: t.OAuthSecretRef.Name}, s); err != nil {
-		return nil, fmt.Errorf("cannot get the OAuth client Secret %s/%s named by spec.tailscale.oauthSecretRef: %w", ns, t.OAuthSecretRef.Name, err)
-	}
-	id, secret := string(s.Data[v1alpha1.OAuthClientIDKey]), string(s.Data[v1alpha1.OAuthClientSecretKey])
-	if id == "" || secret == "" {
-		return nil, fmt.Errorf("the OAuth client Secret %s/%s needs keys %s and %s", ns, t.OAuthSecretRef.Name, v1alpha1.OAuthClientIDKey, v1alpha1.OAuthClientSecretKey)
-	}
+	id, secret := cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey]
 	if c.newAPI != nil {
 		return c.newAPI(t.BaseURL, t.Tailnet, id, secret)
 	}
 	return tailnet.New(t.BaseURL, t.Tailnet, id, secret)
+}
+
+// credentials reads the credentials Secret ref names (at field of the
+// provider config) and returns its data; every key in required must be
+// there. A namespaced ProviderConfig may only read Secrets in its own
+// namespace; a ClusterProviderConfig may name any. crossplane-runtime's
+// CommonCredentialExtractor reads one key per selector, and these Secrets
+// carry two or three. No value reaches an error.
+func (c *connector) credentials(ctx context.Context, mg *v1alpha1.RelayConfig, ref v1alpha1.SecretRef, field string, required ...string) (map[string]string, error) {
+	ns := ref.Namespace
+	if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
+		ns = mg.GetNamespace()
+	}
+	s := &corev1.Secret{}
+	if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+		return nil, fmt.Errorf("cannot get the credentials Secret %s/%s named by %s: %w", ns, ref.Name, field, err)
+	}
+	data := make(map[string]string, len(s.Data))
+	for k, v := range s.Data {
+		data[k] = string(v)
+	}
+	for _, k := range required {
+		if data[k] == "" {
+			return nil, fmt.Errorf("the credentials Secret %s/%s named by %s needs keys %s", ns, ref.Name, field, strings.Join(required, " and "))
+		}
+	}
+	return data, nil
 }
 
 // awsClients builds the ELBv2 and EC2 clients from the provider config.
@@ -143,21 +164,11 @@ func (c *connector) awsClients(ctx context.Context, a *v1alpha1.AWSConfig, mg *v
 		if a.SecretRef == nil {
 			return nil, nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
 		}
-		// A namespaced ProviderConfig may only read Secrets in its own
-		// namespace; a ClusterProviderConfig may name any.
-		ns := a.SecretRef.Namespace
-		if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
-			ns = mg.GetNamespace()
+		cred, err := c.credentials(ctx, mg, *a.SecretRef, "spec.aws.secretRef", v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
+		if err != nil {
+			return nil, nil, err
 		}
-		s := &corev1.Secret{}
-		if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: a.SecretRef.Name}, s); err != nil {
-			return nil, nil, fmt.Errorf("cannot get the AWS credentials Secret %s/%s named by spec.aws.secretRef: %w", ns, a.SecretRef.Name, err)
-		}
-		id, key := string(s.Data[v1alpha1.AWSAccessKeyIDKey]), string(s.Data[v1alpha1.AWSSecretAccessKeyKey])
-		if id == "" || key == "" {
-			return nil, nil, fmt.Errorf("the AWS credentials Secret %s/%s needs keys %s and %s", ns, a.SecretRef.Name, v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
-		}
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, key, string(s.Data[v1alpha1.AWSSessionTokenKey]))))
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(cred[v1alpha1.AWSAccessKeyIDKey], cred[v1alpha1.AWSSecretAccessKeyKey], cred[v1alpha1.AWSSessionTokenKey])))
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

@@ -1,21 +1,17 @@
 package relayconfig
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -46,19 +42,9 @@ func TestConnectTracksUsage(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tracked := false
-			kube := &test.MockClient{
-				MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
-					if _, ok := obj.(*v1alpha1.ProviderConfigUsage); ok {
-						return kerrors.NewNotFound(schema.GroupResource{Resource: "providerconfigusages"}, key.Name)
-					}
-					return nil // the ClusterProviderConfig, with an empty spec
-				},
-				MockCreate: func(context.Context, client.Object, ...client.CreateOption) error {
-					tracked = true
-					return errTerminating
-				},
-			}
+			// Any usage written is refused, as in a terminating namespace.
+			kube := newCluster(&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+			kube.fail["create ProviderConfigUsage/uid"] = errTerminating
 			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
 			mg := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: "team-a", UID: "uid"}}
 			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"})
@@ -70,7 +56,7 @@ func TestConnectTracksUsage(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Errorf("%s\nConnect error: %v, want error %v", tc.reason, err, tc.wantErr)
 			}
-			if tracked != tc.wantTrack {
+			if tracked := errors.Is(err, errTerminating); tracked != tc.wantTrack {
 				t.Errorf("%s\ntracked: %v, want %v", tc.reason, tracked, tc.wantTrack)
 			}
 		})
@@ -83,39 +69,31 @@ func TestConnectTracksUsage(t *testing.T) {
 func TestConnectProviderConfigCondition(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		getPC  error
+		found  bool
 		want   xpv2.Condition
 	}{
 		"Readable": {
 			reason: "A provider config that exists is usable.",
+			found:  true,
 			want:   xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonProviderConfigUsable},
 		},
 		"Missing": {
 			reason: "A ClusterProviderConfig that does not exist is unreadable, and the message says which.",
-			getPC:  kerrors.NewNotFound(schema.GroupResource{Group: v1alpha1.Group, Resource: "clusterproviderconfigs"}, "tailnet-b"),
 			want: xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonProviderConfigUnreadable,
 				Message: `cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: clusterproviderconfigs.relay.peerrelay.io "tailnet-b" not found`},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := &test.MockClient{
-				MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
-					switch obj.(type) {
-					case *v1alpha1.ProviderConfigUsage:
-						return kerrors.NewNotFound(schema.GroupResource{Resource: "providerconfigusages"}, key.Name)
-					case *v1alpha1.ClusterProviderConfig:
-						return tc.getPC
-					}
-					return nil
-				},
-				MockCreate: test.NewMockCreateFn(nil),
+			kube := newCluster()
+			if tc.found {
+				kube = newCluster(&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "tailnet-b"}})
 			}
 			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
 			mg := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: "team-a", UID: "uid"}}
 			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "tailnet-b"})
 			_, err := c.Connect(t.Context(), mg)
-			if (err != nil) != (tc.getPC != nil) {
+			if (err != nil) == tc.found {
 				t.Errorf("%s\nConnect error: %v", tc.reason, err)
 			}
 			got := mg.GetCondition(v1alpha1.ConditionProviderConfig)
@@ -224,9 +202,7 @@ func TestConnect(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(tc.objs...)
-			kube := c.client()
-			kube.MockCreate = test.NewMockCreateFn(nil) // the usage
+			kube := newCluster(tc.objs...)
 			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
 			mg := relayConfig()
 			ref := tc.ref

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -34,7 +35,7 @@ const (
 
 // external resolves and writes one RelayConfig's config Secret. A new one
 // is made for every reconcile, so it may carry what Observe rendered to
-// Create or Update.
+// Create or Update (doc.go, deviation 4).
 type external struct {
 	kube       client.Client
 	read       client.Reader
@@ -119,14 +120,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
 	}
 	if s == nil || e.stateMissing || e.mintKey {
-		// The config Secret's name is fixed and only we write it, so
-		// there is nothing to leak: a missing one is written by Update,
-		// which spares the two annotation writes Crossplane makes around
-		// Create. Every write to a RelayConfig is a watch event on its
-		// PeerRelay, and enough of them open Crossplane's watch circuit
-		// breaker. Once the RelayConfig is being deleted, a missing Secret
-		// means there is nothing left to delete. A key to mint is minted
-		// by Update too.
+		// A missing Secret is written by Update (doc.go, deviation 1),
+		// as is a missing state Secret or a key to mint.
 		return managed.ExternalObservation{ResourceExists: !meta.WasDeleted(mg), ResourceUpToDate: false}, nil
 	}
 	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], e.rendered)
@@ -225,52 +220,46 @@ func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*core
 }
 
 // Create writes the config Secret. Observe reports a missing Secret as one
-// to update, so the reconciler calls Update instead; Create stays for the
-// interface and does the same.
+// to update (see doc.go), so the reconciler calls Update instead; Create
+// stays for the interface and does the same.
 func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalCreation, error) {
-	return managed.ExternalCreation{}, e.create(ctx, mg)
-}
-
-// create writes the config Secret, owned by the RelayConfig so it goes with
-// it, and the state Secret when it is missing.
-func (e *external) create(ctx context.Context, mg *v1alpha1.RelayConfig) error {
-	if err := e.prepare(ctx, mg); err != nil {
-		return err
-	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace(),
-			Labels: map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{tsconfig.FileName: e.rendered},
-	}
-	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
-	if err := e.kube.Create(ctx, s); err != nil {
-		return fmt.Errorf("cannot create config Secret %s: %w", s.Name, err)
-	}
-	return nil
+	return managed.ExternalCreation{}, e.writeConfig(ctx, mg)
 }
 
 // Update writes the config Secret, or rewrites its data; containerboot
 // reloads the file.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
-	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
-	if kerrors.IsNotFound(err) {
-		return managed.ExternalUpdate{}, e.create(ctx, mg)
-	}
-	if err != nil {
-		return managed.ExternalUpdate{}, fmt.Errorf("cannot get config Secret: %w", err)
-	}
+	return managed.ExternalUpdate{}, e.writeConfig(ctx, mg)
+}
+
+// writeConfig makes what the config refers to, then creates or updates the
+// config Secret, owned by the RelayConfig so it goes with it.
+func (e *external) writeConfig(ctx context.Context, mg *v1alpha1.RelayConfig) error {
 	if err := e.prepare(ctx, mg); err != nil {
-		return managed.ExternalUpdate{}, err
+		return err
 	}
-	s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
-	if err := e.kube.Update(ctx, s); err != nil {
-		return managed.ExternalUpdate{}, fmt.Errorf("cannot update config Secret %s: %w", s.Name, err)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace()}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+		s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
+		return ownSecret(s, mg)
+	}); err != nil {
+		return fmt.Errorf("cannot write config Secret %s: %w", s.Name, err)
 	}
-	return managed.ExternalUpdate{}, nil
+	return nil
+}
+
+// ownSecret labels s as the provider's, for the manager's cache, and makes
+// the RelayConfig its controller, so it lives exactly as long as the
+// replica. A Secret that already exists must be the RelayConfig's: one
+// written by anyone else is never taken over.
+func ownSecret(s *corev1.Secret, mg *v1alpha1.RelayConfig) error {
+	if s.ResourceVersion != "" && !metav1.IsControlledBy(s, mg) {
+		return fmt.Errorf("the Secret %s exists and is not controlled by RelayConfig %s", s.Name, mg.GetName())
+	}
+	meta.AddLabels(s, map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()})
+	s.Type = corev1.SecretTypeOpaque
+	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
+	return nil
 }
 
 // cleanupCondition says whether the replica's device leaves the tailnet

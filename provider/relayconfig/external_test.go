@@ -6,19 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/ipn"
 
@@ -27,87 +23,12 @@ import (
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
 
-// The unit tier: the external client against crossplane-runtime's
-// test.MockClient backed by a map of objects, a fake DNS and a fake
-// tailnet API. No binaries; the integration tier (the same package, build
-// tag integration) runs the controller against a real API server.
+// The unit tier: the external client against controller-runtime's fake
+// client (cluster_test.go), a fake DNS and a fake tailnet API. No binaries;
+// the integration tier (the same package, build tag integration) runs the
+// controller against a real API server.
 
 const ns = "team-a"
-
-// cluster is what a test.MockClient reads and writes: objects by kind and
-// name, and the writes made, in order.
-type cluster struct {
-	objs   map[string]client.Object
-	writes []string
-	// fail makes a call fail: by "verb kind/name".
-	fail map[string]error
-}
-
-func newCluster(objs ...client.Object) *cluster {
-	c := &cluster{objs: map[string]client.Object{}, fail: map[string]error{}}
-	for _, o := range objs {
-		c.objs[objKey(o, o.GetName())] = o
-	}
-	return c
-}
-
-func objKey(o client.Object, name string) string {
-	return strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.") + "/" + name
-}
-
-func notFound(key string) error {
-	return kerrors.NewNotFound(schema.GroupResource{Resource: strings.Split(key, "/")[0]}, key)
-}
-
-func (c *cluster) client() *test.MockClient {
-	return &test.MockClient{
-		MockGet: func(_ context.Context, k client.ObjectKey, obj client.Object) error {
-			key := objKey(obj, k.Name)
-			if err := c.fail["get "+key]; err != nil {
-				return err
-			}
-			stored, ok := c.objs[key]
-			if !ok {
-				return notFound(key)
-			}
-			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(stored.DeepCopyObject()).Elem())
-			return nil
-		},
-		MockCreate: func(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
-			key := objKey(obj, obj.GetName())
-			if err := c.fail["create "+key]; err != nil {
-				return err
-			}
-			if _, ok := c.objs[key]; ok {
-				return kerrors.NewAlreadyExists(schema.GroupResource{}, key)
-			}
-			c.objs[key] = obj.DeepCopyObject().(client.Object)
-			c.writes = append(c.writes, "create "+key)
-			return nil
-		},
-		MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-			key := objKey(obj, obj.GetName())
-			if _, ok := c.objs[key]; !ok {
-				return notFound(key)
-			}
-			c.objs[key] = obj.DeepCopyObject().(client.Object)
-			c.writes = append(c.writes, "update "+key)
-			return nil
-		},
-		MockDelete: func(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
-			key := objKey(obj, obj.GetName())
-			if err := c.fail["delete "+key]; err != nil {
-				return err
-			}
-			if _, ok := c.objs[key]; !ok {
-				return notFound(key)
-			}
-			delete(c.objs, key)
-			c.writes = append(c.writes, "delete "+key)
-			return nil
-		},
-	}
-}
 
 // fakeDNS answers A lookups from a map; a missing name is a failure.
 type fakeDNS map[string][]netip.Addr
@@ -397,7 +318,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(tc.objs...)
-			kube := c.client()
+			kube := c
 			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{DNS: tc.dns}}
 			if tc.api != nil {
 				e.api = tc.api
@@ -505,6 +426,12 @@ func TestWrites(t *testing.T) {
 			call:       create,
 			wantWrites: []string{"create Secret/r-0-config"},
 		},
+		"UpdateRefusesForeign": {
+			reason:  "A config Secret someone else wrote is never taken over, even if Observe's check were skipped.",
+			objs:    []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
+			call:    update,
+			wantErr: "not controlled by RelayConfig r-0",
+		},
 		"UpdateMints": {
 			reason:     "Update mints the key Observe found missing, then writes a config naming its file.",
 			mintKey:    true,
@@ -533,7 +460,7 @@ func TestWrites(t *testing.T) {
 			reason:  "A refused create is an error naming the Secret.",
 			fail:    map[string]error{"create Secret/r-0-config": errors.New("forbidden")},
 			call:    create,
-			wantErr: "cannot create config Secret r-0-config: forbidden",
+			wantErr: "cannot write config Secret r-0-config: forbidden",
 		},
 		"DeleteWithAPI": {
 			reason:      "Delete removes the recorded device through the API, then the config Secret.",
@@ -570,7 +497,7 @@ func TestWrites(t *testing.T) {
 			for k, v := range tc.fail {
 				c.fail[k] = v
 			}
-			kube := c.client()
+			kube := c
 			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey}
 			if tc.api != nil {
 				e.api = tc.api
@@ -594,12 +521,12 @@ func TestWrites(t *testing.T) {
 			}
 			if tc.wantConfig != "" {
 				var cfg ipn.ConfigVAlpha
-				if err := json.Unmarshal(c.objs["Secret/r-0-config"].(*corev1.Secret).Data[tsconfig.FileName], &cfg); err != nil || ptrOr(cfg.AuthKey) != tc.wantConfig {
+				if err := json.Unmarshal(c.secret(t, "r-0-config").Data[tsconfig.FileName], &cfg); err != nil || ptrOr(cfg.AuthKey) != tc.wantConfig {
 					t.Errorf("%s\nwritten config's AuthKey: %v (%v), want %q", tc.reason, ptrOr(cfg.AuthKey), err, tc.wantConfig)
 				}
 				return
 			}
-			if s, ok := c.objs["Secret/r-0-config"].(*corev1.Secret); ok && tc.wantErr == "" && len(tc.wantWrites) > 0 && !strings.HasPrefix(tc.wantWrites[len(tc.wantWrites)-1], "delete") {
+			if s := c.secret(t, "r-0-config"); s != nil && tc.wantErr == "" && len(tc.wantWrites) > 0 && !strings.HasPrefix(tc.wantWrites[len(tc.wantWrites)-1], "delete") {
 				if string(s.Data[tsconfig.FileName]) != "new" || !metav1.IsControlledBy(s, mg) {
 					t.Errorf("%s\nconfig Secret: data %q, controlled by the RelayConfig: %v", tc.reason, s.Data, metav1.IsControlledBy(s, mg))
 				}

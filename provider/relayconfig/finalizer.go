@@ -10,12 +10,9 @@ import (
 
 // statusKeepingFinalizer adds and removes the managed reconciler's
 // finalizer as crossplane-runtime's APIFinalizer does, and keeps what
-// Observe put into the RelayConfig's status across the write. The reconciler
-// adds the finalizer after Observe, and the Update that adds it loads the
-// stored object back, status included: the observation's status would be
-// lost from the reconcile's own status write and cost a second one on the
-// next reconcile. Every write to a RelayConfig is a watch event that
-// Crossplane counts against its PeerRelay's watch circuit breaker.
+// Observe put into the RelayConfig's status across the write (doc.go,
+// deviation 3): the Update that adds it loads the stored object back,
+// status included.
 type statusKeepingFinalizer struct {
 	resource.Finalizer
 }

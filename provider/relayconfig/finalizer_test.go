@@ -7,9 +7,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -42,13 +42,18 @@ func TestStatusKeepingFinalizer(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := &test.MockClient{MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-				// The API server answers with what it stored: the main
-				// resource ignores status.
-				obj.(*v1alpha1.RelayConfig).Status = v1alpha1.RelayConfigStatus{}
-				return tc.updateErr
-			}}
-			rc := &v1alpha1.RelayConfig{Status: *observed.DeepCopy()}
+			// The API server answers an Update with what it stored: the
+			// main resource ignores status.
+			stored := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}}
+			kube := newCluster(stored)
+			if tc.updateErr != nil {
+				kube.fail["update RelayConfig/r-0"] = tc.updateErr
+			}
+			rc := stored.DeepCopy()
+			if err := kube.Get(t.Context(), client.ObjectKeyFromObject(rc), rc); err != nil {
+				t.Fatal(err)
+			}
+			rc.Status = *observed.DeepCopy()
 			f := statusKeepingFinalizer{resource.NewAPIFinalizer(kube, managed.FinalizerName)}
 			err := f.AddFinalizer(context.Background(), rc)
 			if !errors.Is(err, tc.wantErr) {

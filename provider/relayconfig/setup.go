@@ -1,5 +1,3 @@
-// Package relayconfig is the RelayConfig controller: it resolves one relay
-// replica's public endpoints and writes its tailscaled config Secret.
 package relayconfig
 
 import (
@@ -31,13 +29,7 @@ const serviceIndex = "spec.forProvider.serviceRef.name"
 // Setup adds the RelayConfig controller to the manager.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	name := managed.ControllerName(v1alpha1.RelayConfigGroupVersionKind.GroupKind().String())
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, serviceIndex, func(obj client.Object) []string {
-		rc := obj.(*v1alpha1.RelayConfig)
-		if rc.Spec.ForProvider.ServiceRef == nil {
-			return nil
-		}
-		return []string{rc.Spec.ForProvider.ServiceRef.Name}
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, serviceIndex, serviceRefName); err != nil {
 		return err
 	}
 	c := &connector{
@@ -45,18 +37,11 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		read:  mgr.GetAPIReader(),
 		usage: resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 	}
-	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
+	opts := append(reconcilerOptions(c, mgr.GetClient()),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithManagementPolicies(),
-		// No external-name annotation: the config Secret is named by
-		// spec.forProvider.configSecretName, and the default initializer's
-		// write would be one more watch event on the PeerRelay.
-		managed.WithInitializers(),
-		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName)}),
-	}
+	)
 	if m := o.MetricOptions; m != nil {
 		opts = append(opts, managed.WithMetricRecorder(m.MRMetrics))
 		if err := mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, m.MRStateMetrics, &v1alpha1.RelayConfigList{}, m.PollStateMetricInterval)); err != nil {
@@ -73,6 +58,28 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient(), o.Logger))).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// reconcilerOptions are the managed reconciler's options that shape what
+// it writes (doc.go, deviations 2 and 3), shared with the test that counts
+// the writes.
+func reconcilerOptions(c *connector, kube client.Client) []managed.ReconcilerOption {
+	return []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
+		managed.WithManagementPolicies(),
+		managed.WithInitializers(), // no external-name annotation
+
+		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(kube, managed.FinalizerName)}),
+	}
+}
+
+// serviceRefName is the serviceIndex value of a RelayConfig.
+func serviceRefName(obj client.Object) []string {
+	rc := obj.(*v1alpha1.RelayConfig)
+	if rc.Spec.ForProvider.ServiceRef == nil {
+		return nil
+	}
+	return []string{rc.Spec.ForProvider.ServiceRef.Name}
 }
 
 // CachedSecrets selects the Secrets the manager caches: the provider's own

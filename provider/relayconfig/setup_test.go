@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
@@ -27,7 +28,7 @@ func TestRelayConfigsFor(t *testing.T) {
 		wantLog string
 	}{
 		"Found": {
-			reason: "The RelayConfig naming the Service is reconciled.",
+			reason: "The RelayConfig naming the Service is reconciled, and only that one.",
 			want:   1,
 		},
 		"ListFails": {
@@ -40,15 +41,20 @@ func TestRelayConfigsFor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logged strings.Builder
 			log := logging.NewLogrLogger(funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{}))
-			kube := &test.MockClient{MockList: func(_ context.Context, l client.ObjectList, _ ...client.ListOption) error {
-				if tc.list != nil {
-					return tc.list
-				}
-				l.(*v1alpha1.RelayConfigList).Items = []v1alpha1.RelayConfig{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "relay-0"}}}
-				return nil
-			}}
+			kube := fake.NewClientBuilder().WithScheme(testScheme()).
+				WithIndex(&v1alpha1.RelayConfig{}, serviceIndex, serviceRefName).
+				WithObjects(
+					relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Name, rc.Spec.ForProvider.ServiceRef.Name = "relay-0", "relay-0" }),
+					relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Name, rc.Spec.ForProvider.ServiceRef.Name = "relay-1", "relay-1" }),
+				).
+				WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+					if tc.list != nil {
+						return tc.list
+					}
+					return c.List(ctx, l, opts...)
+				}}).Build()
 			reqs := relayConfigsFor(kube, log)(t.Context(), svc)
-			if len(reqs) != tc.want {
+			if len(reqs) != tc.want || (tc.want == 1 && reqs[0].Name != "relay-0") {
 				t.Errorf("%s\nrequests: %v, want %d", tc.reason, reqs, tc.want)
 			}
 			if !strings.Contains(logged.String(), tc.wantLog) {
