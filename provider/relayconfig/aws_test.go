@@ -1,5 +1,3 @@
-//go:build integration
-
 package relayconfig_test
 
 import (
@@ -14,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
@@ -24,11 +22,11 @@ import (
 // away: the lookup fails, the last good endpoints stay in the config, and
 // Synced says why.
 func TestAWSResolutionAndOutage(t *testing.T) {
-	m := harness.StartMoto(t)
+	m := cloud.StartMoto(t)
 	ctx := context.Background()
 	host := m.CreateNLB(t, "relay-0")
 
-	faults := harness.StartFaultProxy(t, m.Endpoint)
+	faults := cloud.StartFaultProxy(t, m.Endpoint)
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
 		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: faults.URL},
 	}})

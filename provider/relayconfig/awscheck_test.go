@@ -1,5 +1,3 @@
-//go:build integration
-
 package relayconfig_test
 
 import (
@@ -12,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
@@ -20,7 +18,7 @@ import (
 // moto VPC; the provider reports each one's zone and VPC, or what is wrong
 // with it, naming the ID.
 func TestAWSPlacementCheck(t *testing.T) {
-	m := harness.StartMoto(t)
+	m := cloud.StartMoto(t)
 	n := m.CreateAWSNetwork(t)
 	e := awsEnv(t, m)
 
@@ -98,7 +96,7 @@ func TestAWSPlacementCheck(t *testing.T) {
 // the load balancer composed for it, by name: nothing while it does not
 // exist, then its Elastic IP's address.
 func TestManagedLoadBalancerResolution(t *testing.T) {
-	m := harness.StartMoto(t)
+	m := cloud.StartMoto(t)
 	n := m.CreateAWSNetwork(t)
 	e := awsEnv(t, m)
 	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
@@ -115,7 +113,7 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 	e.config(t, "relay-0-config", "the load balancer's Elastic IP", endpointsAre(ip+":41641"))
 }
 
-func awsEnv(t *testing.T, m *harness.Moto) *env {
+func awsEnv(t *testing.T, m *cloud.Moto) *env {
 	t.Helper()
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
 		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},

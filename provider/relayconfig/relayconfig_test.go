@@ -1,5 +1,3 @@
-//go:build integration
-
 package relayconfig_test
 
 import (
@@ -22,13 +20,14 @@ import (
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
 // env wraps the in-process provider environment with helpers.
 type env struct {
 	c   client.Client
-	dns *harness.DNS
+	dns *cloud.DNS
 	ns  string
 }
 
@@ -211,7 +210,7 @@ func TestRelayConfigLifecycle(t *testing.T) {
 	e.config(t, "relay-0-config", "the changed DNS answer", endpointsAre("198.51.100.1:41641", "198.51.100.9:41641"))
 
 	// 4. DNS fails: the last good endpoints stay, the failure is visible.
-	e.dns.SetMode(harness.DNSServFail)
+	e.dns.SetMode(cloud.DNSServFail)
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, svc))
 	svc.Annotations["touched"] = "2"
 	must(t, e.c.Update(ctx, svc))
@@ -229,7 +228,7 @@ func TestRelayConfigLifecycle(t *testing.T) {
 	e.config(t, "relay-0-config", "the restored last good endpoints", endpointsAre("198.51.100.1:41641", "198.51.100.9:41641"))
 
 	// 6. DNS recovers; a hand edit is put right.
-	e.dns.SetMode(harness.DNSAnswer)
+	e.dns.SetMode(cloud.DNSAnswer)
 	s := &corev1.Secret{}
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-config"}, s))
 	s.Data[tsconfig.FileName] = []byte(`{"Version":"alpha0"}`)
@@ -275,7 +274,7 @@ func TestStaticAndInlineKey(t *testing.T) {
 
 	// A second replica whose lookups fail, and a third whose key is missing:
 	// error paths must not carry the key either.
-	e.dns.SetMode(harness.DNSServFail)
+	e.dns.SetMode(cloud.DNSServFail)
 	e.service(t, "home-1", corev1.LoadBalancerIngress{Hostname: "relay.example.test"})
 	e.relayConfig(t, "home-1", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline })
 	e.relayConfig(t, "home-2", func(rc *v1alpha1.RelayConfig) {

@@ -1,5 +1,3 @@
-//go:build integration
-
 package resolve
 
 import (
@@ -7,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 )
 
 // TestAWSAgainstMoto creates a VPC, subnets, Elastic IPs and an NLB in moto
@@ -15,7 +13,7 @@ import (
 // LoadBalancerAddresses, so the honest expectation is an empty answer (and
 // the Resolver then falls back to DNS, covered in TestResolve).
 func TestAWSAgainstMoto(t *testing.T) {
-	m := harness.StartMoto(t)
+	m := cloud.StartMoto(t)
 	ctx := context.Background()
 	dnsName := m.CreateNLB(t, "relay-0")
 	e, l := m.AWSClients()

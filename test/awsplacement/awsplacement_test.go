@@ -36,7 +36,7 @@ import (
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/fn"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
-	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
@@ -44,7 +44,7 @@ import (
 type world struct {
 	t        *testing.T
 	env      *providertest.Env
-	moto     *harness.Moto
+	moto     *cloud.Moto
 	xr       *structpb.Struct
 	observed map[string]*fnv1.Resource
 	// allocations the test made for each composed EIP, by key; the load
@@ -156,7 +156,7 @@ func (w *world) observeRelayConfig(key string) {
 // each in its own zone behind its own NLB, each advertising its own
 // Elastic IP's address.
 func TestManagedRelaysInTwoZones(t *testing.T) {
-	m := harness.StartMoto(t)
+	m := cloud.StartMoto(t)
 	n := m.CreateAWSNetwork(t)
 	env := providertest.Start(t, providertest.Options{Poll: time.Second, ProviderConfig: v1alpha1.ProviderConfigSpec{
 		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},

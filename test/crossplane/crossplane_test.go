@@ -24,6 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
+	"github.com/peerrelay/peerrelay/test/harness/kubelet"
+	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
 const (
@@ -39,10 +42,10 @@ const (
 
 // system is the running Crossplane with our packages.
 type system struct {
-	*harness.Crossplane
-	runtime *harness.Runtime
-	node    *harness.Node
-	tailnet *harness.Tailnet
+	*xpharness.Crossplane
+	runtime *xpharness.Runtime
+	node    *kubelet.Node
+	tailnet *tailnet.Tailnet
 	cloud   *cloud
 	writes  *writeCounter
 }
@@ -70,7 +73,7 @@ func TestCrossplane(t *testing.T) {
 
 // options say which system start makes.
 type options struct {
-	// hollow runs no pod (harness.NodeOptions.Hollow) and no tailnet: for
+	// hollow runs no pod (kubelet.Options.Hollow) and no tailnet: for
 	// measuring the control plane at scale.
 	hollow bool
 	// bench runs Crossplane and the provider as a platform does: no debug
@@ -92,14 +95,12 @@ func start(t testing.TB, o options) *system {
 	for _, p := range []string{"function", "provider", "configuration"} {
 		name := p + "-peerrelay"
 		files[name], _ = filepath.Glob(filepath.Join(xpkgDir, fmt.Sprintf("%s-%s*.xpkg", name, version)))
-		if len(files[name]) == 0 {
-			harness.Missing(t, "packages not built in %s: run `make xpkg`", xpkgDir)
-		}
+		harness.Need(t, len(files[name]) > 0, "packages not built in %s: run `make xpkg`", xpkgDir)
 	}
 
 	// The benchmarks' hollow node runs no pod: there Crossplane runs packages
 	// with the External runtime and the harness runs them as host processes.
-	xo := harness.CrossplaneOptions{ExternalRuntime: o.hollow}
+	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow}
 	if o.bench {
 		xo.Quiet, xo.PollInterval = true, time.Minute
 	}
@@ -107,7 +108,7 @@ func start(t testing.TB, o options) *system {
 		harness.Tool(t, "function-peerrelay")
 		harness.Tool(t, "provider-peerrelay")
 	}
-	xp := harness.StartCrossplane(t, xo)
+	xp := xpharness.StartCrossplane(t, xo)
 	// The packages keep their real names: the registry answers as
 	// xpkg.crossplane.io. Each architecture of a package is in one index.
 	for name, paths := range files {
@@ -116,13 +117,15 @@ func start(t testing.TB, o options) *system {
 
 	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}}
 	if xo.ExternalRuntime {
-		s.runtime = xp.StartRuntime(t, harness.RuntimeOptions{Quiet: o.bench})
+		s.runtime = xp.StartRuntime(t, xpharness.RuntimeOptions{Quiet: o.bench})
 	}
 	// The pods run for real: containerboot and tailscaled, logging in to a
 	// control server that answers as Tailscale's.
-	s.node = xp.StartNode(t, harness.NodeOptions{Hollow: o.hollow})
+	s.node = kubelet.Start(t, xp.AdminConfig, kubelet.Options{Hollow: o.hollow, Registry: xp.Registry})
 	if !o.hollow {
-		s.tailnet = s.node.StartTailnet(t)
+		// Started before the pods that log in to it: they find it by name.
+		s.tailnet = tailnet.StartAsControlHost(t, s.node.ServicesIP().String())
+		s.node.Publish(tailnet.ControlHost, s.node.ServicesIP(), s.tailnet.CA)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
 // TestDemo is `make demo`: the README's install on this machine, then what
@@ -74,11 +75,11 @@ func TestDemo(t *testing.T) {
 	say("\n$ kubectl -n team-a get pods\n%s", strings.TrimSpace(out))
 
 	say("\nTwo tailnet clients that may not use direct UDP (TS_DEBUG_NEVER_DIRECT_UDP=1) ping each other:")
-	a := s.node.StartClient(t, s.tailnet, "client-a", "TS_DEBUG_NEVER_DIRECT_UDP=1")
-	b := s.node.StartClient(t, s.tailnet, "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")
-	harness.WaitRunning(t, a.LocalClient, time.Minute)
-	bIP := harness.WaitRunning(t, b.LocalClient, time.Minute)
-	via := harness.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
+	a := s.client(t, "client-a")
+	b := s.client(t, "client-b")
+	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
+	bIP := tailnet.WaitRunning(t, b.LocalClient, time.Minute)
+	via := tailnet.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
 	say("  client-a → %s (client-b): pong through peer relay %s", bIP, via)
 	for i := range 2 {
 		pod := fmt.Sprintf("my-relay-%d-0", i)

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // seen is one version of an object and when its watch event arrived.
@@ -36,44 +37,30 @@ var (
 	gvrRelayConfigs = schema.GroupVersionResource{Group: "relay.peerrelay.io", Version: "v1alpha1", Resource: "relayconfigs"}
 )
 
-// follow starts watching gvrs in ns until the benchmark ends; it returns
-// once every watch is established. A watch the API server ends (it closes
-// those it finds slow under load) is opened again from the last version
-// seen, or from the current state if that is too old: a lost event would
-// leave a benchmark waiting for a version it missed.
+// follow starts following gvrs in ns (harness.Follow) until the benchmark
+// ends; it returns once each has listed, from when no change is missed: a
+// lost event would leave a benchmark waiting for a version it missed.
 func (s *system) follow(t testing.TB, ns string, gvrs ...schema.GroupVersionResource) *follower {
 	f := &follower{versions: map[string][]seen{}, changed: make(chan struct{})}
 	dc := dynamic.NewForConfigOrDie(s.AdminConfig)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, gvr := range gvrs {
-		w, err := dc.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("watch %s in %s: %v", gvr.Resource, ns, err)
-		}
+		synced := make(chan struct{})
+		var once sync.Once
 		wg.Go(func() {
-			rv := ""
-			for ctx.Err() == nil {
-				for ev := range w.ResultChan() {
-					u, ok := ev.Object.(*unstructured.Unstructured)
-					switch {
-					case ev.Type == watch.Error:
-						rv = "" // too old: start again from the current state
-					case ok:
-						rv = u.GetResourceVersion()
-						f.add(gvr.Resource+"/"+u.GetName(), u)
-					}
+			harness.Follow(ctx, harness.ListWatch(dc.Resource(gvr).Namespace(ns)), func(ev watch.Event) {
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					f.add(gvr.Resource+"/"+u.GetName(), u)
 				}
-				w.Stop()
-				for ctx.Err() == nil {
-					if w, err = dc.Resource(gvr).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv}); err == nil {
-						break
-					}
-					rv = ""
-					time.Sleep(200 * time.Millisecond)
-				}
-			}
+			}, func() { once.Do(func() { close(synced) }) })
 		})
+		select {
+		case <-synced:
+		case <-time.After(30 * time.Second):
+			cancel()
+			t.Fatalf("cannot list %s in %s", gvr.Resource, ns)
+		}
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return f

@@ -7,9 +7,10 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -17,7 +18,7 @@ import (
 
 // cloud stands in for what a cluster in a cloud has and this one does not:
 // a cloud controller that gives every LoadBalancer Service an ingress IP.
-// It only writes status, as one would. (The pods run on harness.Node.) It
+// It only writes status, as one would. (The pods run on kubelet.Node.) It
 // follows Services through a watch, as a controller does: a list every
 // fraction of a second would load the API server with every Service of a
 // scale benchmark.
@@ -63,13 +64,12 @@ func (cl *cloud) lbAddress(svc *corev1.Service) string {
 
 // run reconciles every Service it is told of until ctx ends.
 func (cl *cloud) run(ctx context.Context) {
-	harness.Follow(ctx, func(ctx context.Context) (watch.Interface, error) {
-		return cl.cs.CoreV1().Services("").Watch(ctx, metav1.ListOptions{})
-	}, func(ev watch.Event) {
+	lw := cache.NewListWatchFromClient(cl.cs.CoreV1().RESTClient(), "services", "", fields.Everything())
+	harness.Follow(ctx, lw, func(ev watch.Event) {
 		if svc, ok := ev.Object.(*corev1.Service); ok && ev.Type != watch.Deleted {
 			_ = cl.assign(ctx, svc)
 		}
-	})
+	}, nil)
 }
 
 // assign writes the Service's load balancer address when it lacks it.

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/peerrelay/peerrelay/test/harness"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 )
 
 // The names Crossplane's dependency resolution gives our packages (from
@@ -24,7 +24,7 @@ func (s *system) whileProviderDown(f func()) {
 		return
 	}
 	release := s.node.Hold(func(p *corev1.Pod) bool {
-		return p.Namespace == harness.CrossplaneNamespace && strings.HasPrefix(p.Name, providerName)
+		return p.Namespace == xpharness.CrossplaneNamespace && strings.HasPrefix(p.Name, providerName)
 	})
 	defer release()
 	f()

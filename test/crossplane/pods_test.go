@@ -18,6 +18,7 @@ import (
 	"tailscale.com/types/key"
 
 	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
 // relayPort is the PeerRelay default, spec.port.
@@ -106,11 +107,11 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	}
 
 	// Two clients kept off direct paths reach each other through a replica.
-	a := s.node.StartClient(t, s.tailnet, "client-a", "TS_DEBUG_NEVER_DIRECT_UDP=1")
-	b := s.node.StartClient(t, s.tailnet, "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")
-	harness.WaitRunning(t, a.LocalClient, time.Minute)
-	bIP := harness.WaitRunning(t, b.LocalClient, time.Minute)
-	via := harness.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
+	a := s.client(t, "client-a")
+	b := s.client(t, "client-b")
+	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
+	bIP := tailnet.WaitRunning(t, b.LocalClient, time.Minute)
+	via := tailnet.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
 	if !strings.Contains(via, fmt.Sprintf(":%d", relayPort)) {
 		t.Errorf("the ping went through %s, not a replica's port %d", via, relayPort)
 	}
@@ -251,4 +252,13 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// client runs a tailnet client on a test host of its own on the node's
+// network, kept off direct paths (TS_DEBUG_NEVER_DIRECT_UDP=1) so that it
+// reaches other clients through a relay or DERP.
+func (s *system) client(t *testing.T, hostname string) *tailnet.Daemon {
+	t.Helper()
+	netns, _ := s.node.TestHost(t)
+	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
 }

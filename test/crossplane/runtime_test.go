@@ -20,6 +20,7 @@ import (
 
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 )
 
 // providerFromImage runs the provider as Crossplane's default runtime runs
@@ -39,9 +40,9 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 	api := tailnettest.StartFakeAPITLS(t, l, tlsConfig)
 
 	objs := []string{
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"corporate-ca","namespace":%q},"data":{"ca.crt":%q}}`, harness.CrossplaneNamespace, ca),
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tailnet-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, harness.CrossplaneNamespace),
-		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"tailnet-oauth","namespace":%q}}}}`, relayAPI, tailnet, api.URL, harness.CrossplaneNamespace),
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"corporate-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, ca),
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tailnet-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
+		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"tailnet-oauth","namespace":%q}}}}`, relayAPI, tailnet, api.URL, xpharness.CrossplaneNamespace),
 	}
 	for _, o := range objs {
 		if out, err := s.KubectlIn(t, []byte(o), "apply", "-f", "-"); err != nil {
@@ -61,7 +62,7 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 		t.Errorf("keys minted: %d, want 2 (one per replica, by the leader only)", n)
 	}
 	leaders := 0
-	for pod, log := range s.node.LogsByPrefix(harness.CrossplaneNamespace, providerName) {
+	for pod, log := range s.node.LogsByPrefix(xpharness.CrossplaneNamespace, providerName) {
 		if strings.Contains(log, "Successfully acquired lease") {
 			leaders++
 			t.Logf("leader: %s", pod)
@@ -72,7 +73,7 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 	}
 	s.providerMetrics(ctx, t)
 	lease := &coordinationv1.Lease{}
-	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: harness.CrossplaneNamespace, Name: "crossplane-leader-election-provider-peerrelay"}, lease); err != nil {
+	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: xpharness.CrossplaneNamespace, Name: "crossplane-leader-election-provider-peerrelay"}, lease); err != nil {
 		t.Errorf("the leader election Lease: %v", err)
 	}
 
@@ -128,7 +129,7 @@ func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 		exists := fmt.Sprintf(`crossplane_managed_resource_exists{gvk="relay.peerrelay.io/v1alpha1, Kind=RelayConfig"} %d`, len(rcs))
 		ready := fmt.Sprintf(`crossplane_managed_resource_ready{gvk="relay.peerrelay.io/v1alpha1, Kind=RelayConfig"} %d`, len(rcs))
 		pods := &corev1.PodList{}
-		if err := s.Admin.List(ctx, pods, client.InNamespace(harness.CrossplaneNamespace)); err != nil {
+		if err := s.Admin.List(ctx, pods, client.InNamespace(xpharness.CrossplaneNamespace)); err != nil {
 			return err
 		}
 		var seen []string
@@ -215,7 +216,7 @@ func (s *system) providerReplicasWithCA(ctx context.Context, t *testing.T, repli
 	}
 	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("%d provider pods ready with the runtime config", replicas), func(context.Context) error {
 		ds := &appsv1.DeploymentList{}
-		if err := s.Admin.List(ctx, ds, client.InNamespace(harness.CrossplaneNamespace)); err != nil {
+		if err := s.Admin.List(ctx, ds, client.InNamespace(xpharness.CrossplaneNamespace)); err != nil {
 			return err
 		}
 		for _, d := range ds.Items {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/peerrelay/peerrelay/test/harness"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 )
 
 // writeCounter counts the writes each RelayConfig sees (every ADDED and
@@ -79,26 +79,11 @@ func (w *writeCounter) run(ctx context.Context, cfg *rest.Config) {
 // watch follows one resource everywhere, from the start, until ctx ends;
 // it retries until the CRD exists.
 func (w *writeCounter) watch(ctx context.Context, dc dynamic.Interface, gvr schema.GroupVersionResource) {
-	rv := ""
-	for ctx.Err() == nil {
-		wi, err := dc.Resource(gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-		if err != nil {
-			time.Sleep(500 * time.Millisecond)
-			continue
-		}
-		for ev := range wi.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			rv = u.GetResourceVersion()
-			if ev.Type == watch.Bookmark {
-				continue
-			}
+	harness.Follow(ctx, harness.ListWatch(dc.Resource(gvr)), func(ev watch.Event) {
+		if u, ok := ev.Object.(*unstructured.Unstructured); ok {
 			w.record(gvr.Resource, ev.Type, u)
 		}
-		wi.Stop()
-	}
+	}, nil)
 }
 
 func (w *writeCounter) record(resource string, t watch.EventType, u *unstructured.Unstructured) {
@@ -285,7 +270,7 @@ func (s *system) reportErrors(t testing.TB) {
 		}
 	} else if s.node != nil {
 		for _, prefix := range []string{functionName, providerName} {
-			maps.Copy(logs, s.node.LogsByPrefix(harness.CrossplaneNamespace, prefix))
+			maps.Copy(logs, s.node.LogsByPrefix(xpharness.CrossplaneNamespace, prefix))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(logs)) {

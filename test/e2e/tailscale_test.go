@@ -7,10 +7,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -21,44 +19,37 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"tailscale.com/client/local"
 	"tailscale.com/ipn"
-	"tailscale.com/tstest/integration"
-	"tailscale.com/tstest/integration/testcontrol"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness"
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
+	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
-// tailnet is a control server with DERP and STUN on loopback, and the
-// provider running against an API server, configured to use that control
-// server.
-type tailnet struct {
-	control  *testcontrol.Server
-	server   *httptest.Server
+// world is the tailnet on loopback and the provider running against an
+// API server, configured to use its control server.
+type world struct {
+	*tailnet.Tailnet
 	provider *providertest.Env
 }
 
-func startTailnet(t *testing.T) *tailnet {
+func startWorld(t *testing.T) *world {
 	t.Helper()
-	derpMap := integration.RunDERPAndSTUN(t, t.Logf, "127.0.0.1")
-	control := &testcontrol.Server{DERPMap: derpMap, PeerRelayGrants: true, AllOnline: true, Logf: func(string, ...any) {}}
-	srv := httptest.NewServer(control)
-	t.Cleanup(srv.Close)
-	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: srv.URL}})
-	return &tailnet{control: control, server: srv, provider: pe}
+	tn := tailnet.Start(t, "127.0.0.1")
+	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: tn.URL}})
+	return &world{Tailnet: tn, provider: pe}
 }
 
 // addRelay creates Service relay-0 with ingressIP and RelayConfig relay-0
 // on a free UDP port, with the auth key as the pod would see it: a file
 // from the mounted Secret. It returns the port.
-func (tn *tailnet) addRelay(t *testing.T, ingressIP string) uint16 {
+func (w *world) addRelay(t *testing.T, ingressIP string) uint16 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pe := tn.provider
+	pe := w.provider
 	keyDir := t.TempDir()
 	// Readable by the unprivileged user of TestTailscaledRunsAsNonRoot, as
 	// a Secret volume is by the pod's user.
@@ -98,48 +89,11 @@ func freeUDPPort(t *testing.T) uint16 {
 	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }
 
-type tailscaled struct {
-	cmd *exec.Cmd
-	lc  *local.Client
-	log *harness.SyncBuffer
-}
-
-// startTailscaled runs tailscaled in userspace networking with --config.
-func startTailscaled(t *testing.T, bin, controlURL, configFile string) *tailscaled {
+// startTailscaled runs tailscaled with configFile, logging in to w's
+// control server, as user (nil: this process's).
+func (w *world) startTailscaled(t *testing.T, configFile string, user *syscall.Credential) *tailnet.Daemon {
 	t.Helper()
-	return startTailscaledAs(t, bin, controlURL, configFile, nil)
-}
-
-// startTailscaledAs runs tailscaled as the given user (nil: this one).
-func startTailscaledAs(t *testing.T, bin, controlURL, configFile string, user *syscall.Credential) *tailscaled {
-	t.Helper()
-	dir := t.TempDir()
-	if user != nil {
-		// The state folder must be the user's, as an emptyDir is the pod's.
-		must(t, os.Chown(dir, int(user.Uid), int(user.Gid)))
-		must(t, os.Chmod(filepath.Dir(dir), 0o755))
-	}
-	sock := filepath.Join(dir, "ts.sock")
-	cmd := exec.Command(bin, "--tun=userspace-networking", "--statedir="+dir, "--socket="+sock, "--port=0", "--config="+configFile)
-	if user != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user}
-	}
-	cmd.Env = append(os.Environ(),
-		"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir,
-		"TS_ASSUME_NETWORK_UP_FOR_TEST=1", "TS_NETCHECK_GENERATE_204_URL="+controlURL+"/generate_204")
-	log := &harness.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("tailscaled log:\n%s", log.String())
-		}
-	})
-	return &tailscaled{cmd: cmd, lc: &local.Client{Socket: sock, UseSocketOnly: true}, log: log}
+	return tailnet.StartDaemon(t, tailnet.DaemonOptions{ConfigFile: configFile, ControlURL: w.URL, User: user})
 }
 
 // TestRealTailscaledRunsOurConfig: the provider resolves a Service's
@@ -148,23 +102,22 @@ func startTailscaledAs(t *testing.T, bin, controlURL, configFile string, user *s
 // ingress changes, the rewritten file reloaded in place (as containerboot
 // does) changes the live endpoints without a restart.
 func TestRealTailscaledRunsOurConfig(t *testing.T) {
-	bin := harness.Tool(t, "tailscaled")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	tn := startTailnet(t)
-	control, controlSrv, pe, c := tn.control, tn.server, tn.provider, tn.provider.Client
-	port := tn.addRelay(t, "203.0.113.7")
+	w := startWorld(t)
+	control, pe, c := w.Control, w.provider, w.provider.Client
+	port := w.addRelay(t, "203.0.113.7")
 	svc := &corev1.Service{}
 
 	// What the kubelet does with the Secret volume: the key becomes a file.
 	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
 	first := waitForConfig(t, pe, cfgFile, []string{fmt.Sprintf("203.0.113.7:%d", port)})
 
-	ts := startTailscaled(t, bin, controlSrv.URL, cfgFile)
+	ts := w.startTailscaled(t, cfgFile, nil)
 	var nodeKeyStatus string
 	harness.Eventually(t, time.Minute, "tailscaled reaches Running", func(ctx context.Context) error {
-		st, err := ts.lc.Status(ctx)
+		st, err := ts.LocalClient.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -176,7 +129,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 	})
 	assertPrefs(t, ts, port, first)
 	harness.Eventually(t, time.Minute, "control sees Hostinfo.PeerRelay", func(ctx context.Context) error {
-		st, err := ts.lc.Status(ctx)
+		st, err := ts.LocalClient.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -195,17 +148,17 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.9"}, {IP: "198.51.100.4"}}
 	must(t, c.Status().Update(ctx, svc))
 	second := waitForConfig(t, pe, cfgFile, []string{fmt.Sprintf("198.51.100.4:%d", port), fmt.Sprintf("203.0.113.9:%d", port)})
-	ok, err := ts.lc.ReloadConfig(ctx)
+	ok, err := ts.LocalClient.ReloadConfig(ctx)
 	if err != nil || !ok {
 		t.Fatalf("ReloadConfig: ok=%v err=%v", ok, err)
 	}
 	assertPrefs(t, ts, port, second)
-	st, err := ts.lc.Status(ctx)
+	st, err := ts.LocalClient.Status(ctx)
 	must(t, err)
 	if st.Self.PublicKey.String() != nodeKeyStatus {
 		t.Errorf("node key changed across the reload: %s -> %s", nodeKeyStatus, st.Self.PublicKey)
 	}
-	if ts.cmd.ProcessState != nil {
+	if ts.Exited() {
 		t.Error("tailscaled exited; the reload should be live")
 	}
 }
@@ -238,10 +191,10 @@ func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []strin
 	return eps
 }
 
-func assertPrefs(t *testing.T, ts *tailscaled, port uint16, eps []netip.AddrPort) {
+func assertPrefs(t *testing.T, ts *tailnet.Daemon, port uint16, eps []netip.AddrPort) {
 	t.Helper()
 	harness.Eventually(t, time.Minute, "prefs carry our relay settings", func(ctx context.Context) error {
-		p, err := ts.lc.GetPrefs(ctx)
+		p, err := ts.LocalClient.GetPrefs(ctx)
 		if err != nil {
 			return err
 		}

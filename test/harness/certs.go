@@ -109,12 +109,12 @@ func signCert(caCertPEM, caKeyPEM []byte, names []string, ips []net.IP) (*Server
 // server that clients must verify.
 func TLSServerConfig(t testing.TB, ips ...net.IP) (*tls.Config, []byte) {
 	t.Helper()
-	return tlsServer(t, "test-server-ca", []string{"test-server"}, ips)
+	return TLSServer(t, "test-server-ca", []string{"test-server"}, ips)
 }
 
 // tlsServer is a server configuration with a certificate for names and
 // ips from a new CA called caName, and the CA's PEM certificate.
-func tlsServer(t testing.TB, caName string, names []string, ips []net.IP) (*tls.Config, []byte) {
+func TLSServer(t testing.TB, caName string, names []string, ips []net.IP) (*tls.Config, []byte) {
 	t.Helper()
 	ca, caKey, err := newCA(caName)
 	if err != nil {

@@ -30,14 +30,14 @@ var KubernetesServiceIP = net.IPv4(10, 0, 0, 1)
 // the CRDs in crdDirs installed, and stops them when the test ends.
 func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	t.Helper()
-	return startAPIServer(t, false, crdDirs...)
+	return StartAPIServerWithPods(t, false, crdDirs...)
 }
 
 // startAPIServer with pods admits pods as a cluster does: the
 // ServiceAccount admission plugin (which envtest turns off) gives each pod
 // its kube-api-access token volume and refuses one whose ServiceAccount
 // does not exist yet.
-func startAPIServer(t testing.TB, pods bool, crdDirs ...string) *APIServer {
+func StartAPIServerWithPods(t testing.TB, pods bool, crdDirs ...string) *APIServer {
 	t.Helper()
 	for _, tool := range []string{"kube-apiserver", "etcd", "kubectl"} {
 		Tool(t, tool)
@@ -47,8 +47,8 @@ func startAPIServer(t testing.TB, pods bool, crdDirs ...string) *APIServer {
 		BinaryAssetsDirectory:    ToolsDir(t),
 		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStopTimeout:  defaultStopTimeout,
-		ControlPlaneStartTimeout: defaultStartTimeout,
+		ControlPlaneStopTimeout:  60 * time.Second,
+		ControlPlaneStartTimeout: 60 * time.Second,
 	}
 	// Room for thousands of Services (the scale benchmark); envtest's
 	// default range is a /24.

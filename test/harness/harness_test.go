@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,23 +57,5 @@ func TestAPIServerServesOurCRDs(t *testing.T) {
 	_ = unstructured.SetNestedField(bad.Object, int64(70000), "spec", "forProvider", "port")
 	if err := c.Create(ctx, bad); err == nil {
 		t.Error("the API server accepted port 70000; the schema's maximum did not apply")
-	}
-}
-
-// TestMotoAnswersEC2 proves the moto harness: a real EC2 call round trips.
-func TestMotoAnswersEC2(t *testing.T) {
-	m := StartMoto(t)
-	cli, _ := m.AWSClients()
-	ctx := context.Background()
-	out, err := cli.AllocateAddress(ctx, &ec2.AllocateAddressInput{})
-	if err != nil {
-		t.Fatalf("AllocateAddress: %v", err)
-	}
-	desc, err := cli.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{AllocationIds: []string{*out.AllocationId}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(desc.Addresses) != 1 || *desc.Addresses[0].PublicIp != *out.PublicIp {
-		t.Errorf("DescribeAddresses: want %s, got %+v", *out.PublicIp, desc.Addresses)
 	}
 }

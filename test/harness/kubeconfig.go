@@ -21,14 +21,14 @@ import (
 // token) as a kubeconfig file in dir and returns its path.
 func WriteKubeconfig(t testing.TB, cfg *rest.Config, dir, name string) string {
 	t.Helper()
-	path, err := writeKubeconfig(cfg, dir, name)
+	path, err := WriteKubeconfigFile(cfg, dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-func writeKubeconfig(cfg *rest.Config, dir, name string) (string, error) {
+func WriteKubeconfigFile(cfg *rest.Config, dir, name string) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
@@ -46,14 +46,14 @@ func writeKubeconfig(cfg *rest.Config, dir, name string) (string, error) {
 // authorised by the RBAC bound to that ServiceAccount, nothing more.
 func ServiceAccountConfig(ctx context.Context, t testing.TB, admin *rest.Config, ns, name string) *rest.Config {
 	t.Helper()
-	cfg, err := serviceAccountConfig(ctx, admin, ns, name)
+	cfg, err := ServiceAccountRESTConfig(ctx, admin, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-func serviceAccountConfig(ctx context.Context, admin *rest.Config, ns, name string) (*rest.Config, error) {
+func ServiceAccountRESTConfig(ctx context.Context, admin *rest.Config, ns, name string) (*rest.Config, error) {
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return nil, err

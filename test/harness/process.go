@@ -25,16 +25,16 @@ type Process struct {
 // test ends, and its output is shown if the test failed.
 func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 	t.Helper()
-	p, err := startProcess(t, name, bin, args, env)
+	p, err := TryStartProcess(t, name, bin, args, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// startProcess is StartProcess for goroutines other than the test's, which
-// may not call t.Fatal.
-func startProcess(t testing.TB, name, bin string, args, env []string) (*Process, error) {
+// TryStartProcess is StartProcess for goroutines other than the test's,
+// which may not call t.Fatal.
+func TryStartProcess(t testing.TB, name, bin string, args, env []string) (*Process, error) {
 	p := &Process{Name: name, Log: &SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -50,7 +50,7 @@ func startProcess(t testing.TB, name, bin string, args, env []string) (*Process,
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() || os.Getenv("PEERRELAY_TEST_LOGS") != "" {
-			t.Logf("---- %s output (last 64 KiB) ----\n%s", name, tail(p.Log.String(), 64<<10))
+			t.Logf("---- %s output (last 64 KiB) ----\n%s", name, Tail(p.Log.String(), 64<<10))
 		}
 	})
 	return p, nil
@@ -83,7 +83,7 @@ func (p *Process) Stop() {
 	}
 }
 
-func tail(s string, n int) string {
+func Tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

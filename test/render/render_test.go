@@ -129,9 +129,8 @@ func TestRenderExamples(t *testing.T) {
 
 	t.Run("ServerSideDryRun", func(t *testing.T) {
 		upbound := filepath.Join(root, ".cache/upbound-crds")
-		if _, err := os.Stat(upbound); err != nil {
-			harness.Missing(t, "the Upbound AWS CRDs in %s (make tools)", upbound)
-		}
+		_, err := os.Stat(upbound)
+		harness.Need(t, err == nil, "the Upbound AWS CRDs in %s (make tools)", upbound)
 		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "apis/peerrelay/crd"), upbound)
 		c, err := client.New(api.Config, client.Options{})
 		if err != nil {

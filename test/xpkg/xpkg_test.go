@@ -43,9 +43,7 @@ func open(t *testing.T, name, arch string) v1.Image {
 		pattern = name + "-v*-" + arch + ".xpkg"
 	}
 	matches, _ := filepath.Glob(filepath.Join(root, ".cache/xpkg", pattern))
-	if len(matches) == 0 {
-		harness.Missing(t, "no %s package in .cache/xpkg: run `make xpkg`", pattern)
-	}
+	harness.Need(t, len(matches) > 0, "no %s package in .cache/xpkg: run `make xpkg`", pattern)
 	img, err := tarball.ImageFromPath(matches[0], nil)
 	if err != nil {
 		t.Fatalf("%s is not an OCI image tarball: %v", matches[0], err)

@@ -30,13 +30,14 @@ import (
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider"
 	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 )
 
 // Env is a running API server with the provider's controllers.
 type Env struct {
 	API    *harness.APIServer
 	Client client.Client // uncached, straight to the API server
-	DNS    *harness.DNS
+	DNS    *cloud.DNS
 	NS     string
 }
 
@@ -192,7 +193,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{API: api, Client: c, DNS: harness.StartDNS(t), NS: "team-a"}
+	e := &Env{API: api, Client: c, DNS: cloud.StartDNS(t), NS: "team-a"}
 	spec := o.ProviderConfig
 	if spec.DNS == nil {
 		spec.DNS = &v1alpha1.DNSConfig{Server: e.DNS.Addr}

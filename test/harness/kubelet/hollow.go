@@ -1,16 +1,19 @@
-package harness
+package kubelet
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // hollowIPs numbers the addresses a hollow node reports for its pods.
@@ -23,34 +26,12 @@ var hollowIPs atomic.Uint32
 // pod's containers, volumes or probes runs. It follows pods through a
 // watch, as a kubelet does.
 func (n *Node) runHollow(ctx context.Context) {
-	Follow(ctx, func(ctx context.Context) (watch.Interface, error) {
-		return n.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
-	}, func(ev watch.Event) {
+	lw := cache.NewListWatchFromClient(n.cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
+	harness.Follow(ctx, lw, func(ev watch.Event) {
 		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
 			n.hollowSync(ctx, p)
 		}
-	})
-}
-
-// Follow hands every event of the watch that open starts to handle, and
-// opens a new one whenever it ends, until ctx ends: a controller's loop
-// without its cache. A new watch starts with every existing object, so
-// nothing is missed across a reconnect.
-func Follow(ctx context.Context, open func(context.Context) (watch.Interface, error), handle func(watch.Event)) {
-	for ctx.Err() == nil {
-		w, err := open(ctx)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		}
-		for ev := range w.ResultChan() {
-			handle(ev)
-		}
-		w.Stop()
-	}
+	}, nil)
 }
 
 // hollowSync moves a pod one step: bound, then Ready, then (once deleted)

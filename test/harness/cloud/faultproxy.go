@@ -1,4 +1,4 @@
-package harness
+package cloud
 
 import (
 	"net/http"

@@ -1,4 +1,8 @@
-package harness
+// Package cloud is the world outside the cluster the provider talks to:
+// moto_server for AWS (EC2 and ELBv2) with fixtures for addresses,
+// subnets and load balancers, a DNS server on loopback whose answers the
+// test sets, and a proxy that fails requests on demand.
+package cloud
 
 import (
 	"context"
@@ -9,12 +13,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
-const (
-	defaultStartTimeout = 60 * time.Second
-	defaultStopTimeout  = 60 * time.Second
-)
+// motoStartTimeout bounds moto_server's start.
+const motoStartTimeout = 60 * time.Second
 
 // Moto is a running moto_server.
 type Moto struct {
@@ -32,10 +36,8 @@ func (m *Moto) Stop() { m.stop() }
 func StartMoto(t testing.TB) *Moto {
 	t.Helper()
 	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		Missing(t, "moto_server not on PATH: pip install 'moto[server]==5.2.1'")
-	}
-	host, port, _ := net.SplitHostPort(LoopbackAddress())
+	harness.Need(t, err == nil, "moto_server not on PATH: pip install 'moto[server]==5.2.1', or apt install python3-moto")
+	host, port, _ := net.SplitHostPort(harness.LoopbackAddress())
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-H", host, "-p", port)
 	cmd.Env = append(os.Environ(), "MOTO_ALLOW_NONEXISTENT_REGION=true")
@@ -58,7 +60,7 @@ func StartMoto(t testing.TB) *Moto {
 	}
 	t.Cleanup(stop)
 	m := &Moto{Endpoint: "http://" + net.JoinHostPort(host, port), stop: stop}
-	deadline := time.Now().Add(defaultStartTimeout)
+	deadline := time.Now().Add(motoStartTimeout)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(m.Endpoint + "/moto-api/")
 		if err == nil {
@@ -68,6 +70,6 @@ func StartMoto(t testing.TB) *Moto {
 		time.Sleep(100 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(logf.Name())
-	t.Fatalf("moto_server did not answer on %s within %s:\n%s", m.Endpoint, defaultStartTimeout, log)
+	t.Fatalf("moto_server did not answer on %s within %s:\n%s", m.Endpoint, motoStartTimeout, log)
 	return nil
 }

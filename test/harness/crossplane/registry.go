@@ -1,4 +1,4 @@
-package harness
+package crossplane
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // Registry is an OCI registry (go-containerregistry's) that answers as a
@@ -42,8 +44,8 @@ type Registry struct {
 // the test ends.
 func StartRegistry(t testing.TB, host string) *Registry {
 	t.Helper()
-	ip, _, _ := net.SplitHostPort(LoopbackAddress())
-	serverTLS, ca := tlsServer(t, "test-registry-ca", []string{host}, []net.IP{net.ParseIP(ip)})
+	ip, _, _ := net.SplitHostPort(harness.LoopbackAddress())
+	serverTLS, ca := harness.TLSServer(t, "test-registry-ca", []string{host}, []net.IP{net.ParseIP(ip)})
 	r := &Registry{Host: host, Addr: net.JoinHostPort(ip, "443"), CA: ca}
 	l, err := net.Listen("tcp", r.Addr)
 	if err != nil {
@@ -70,6 +72,9 @@ func StartRegistry(t testing.TB, host string) *Registry {
 	}
 	return r
 }
+
+// Name is the host the registry answers as.
+func (r *Registry) Name() string { return r.Host }
 
 // Transport reaches the registry by its host name, trusting its CA.
 func (r *Registry) Transport() http.RoundTripper { return r.transport }

@@ -1,4 +1,4 @@
-package harness
+package crossplane
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 )
 
 // clusterDNS is the cluster's DNS as the processes of the control plane
@@ -21,7 +24,7 @@ import (
 // function at dns:///<service>.<namespace>:9443; and the names the test
 // serves (the package registry) answer with their loopback addresses.
 type clusterDNS struct {
-	*DNS
+	*cloud.DNS
 	// resolvConf names the server; bind-mounted over /etc/resolv.conf.
 	resolvConf string
 }
@@ -30,8 +33,8 @@ type clusterDNS struct {
 // follows Services and pods until the test ends.
 func startClusterDNS(t testing.TB, admin client.Client, dir string) *clusterDNS {
 	t.Helper()
-	ip, _, _ := net.SplitHostPort(LoopbackAddress())
-	d := &clusterDNS{DNS: startDNSOn(t, net.JoinHostPort(ip, "53")), resolvConf: filepath.Join(dir, "resolv.conf")}
+	ip, _, _ := net.SplitHostPort(harness.LoopbackAddress())
+	d := &clusterDNS{DNS: cloud.StartDNSOn(t, net.JoinHostPort(ip, "53")), resolvConf: filepath.Join(dir, "resolv.conf")}
 	if err := os.WriteFile(d.resolvConf, []byte("nameserver "+ip+"\noptions timeout:1 attempts:2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package harness
+package cloud
 
 import (
 	"net"
@@ -34,11 +34,11 @@ type DNS struct {
 // StartDNS starts the server; it stops when the test ends.
 func StartDNS(t testing.TB) *DNS {
 	t.Helper()
-	return startDNSOn(t, "127.0.0.1:0")
+	return StartDNSOn(t, "127.0.0.1:0")
 }
 
 // startDNSOn starts the server on addr (UDP).
-func startDNSOn(t testing.TB, addr string) *DNS {
+func StartDNSOn(t testing.TB, addr string) *DNS {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {

@@ -1,4 +1,4 @@
-package harness
+package crossplane
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // RuntimeOptions say how our packages' processes run.
@@ -37,14 +39,14 @@ type RuntimeOptions struct {
 // RBAC manager made for its revision, starts the provider (as that
 // ServiceAccount, once its CRDs exist) and reports the runtime healthy.
 type Runtime struct {
-	Function *Process
+	Function *harness.Process
 	// FunctionAddress is where the function serves gRPC.
 	FunctionAddress string
 
 	providerBin string
 
 	mu       sync.Mutex
-	provider *Process
+	provider *harness.Process
 	paused   bool
 	errs     []string
 }
@@ -68,7 +70,7 @@ func (r *Runtime) WhileProviderDown(f func()) {
 }
 
 // Provider is the provider's process, once started.
-func (r *Runtime) Provider() *Process {
+func (r *Runtime) Provider() *harness.Process {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.provider
@@ -90,9 +92,9 @@ func (c *Crossplane) StartRuntime(t testing.TB, o RuntimeOptions) *Runtime {
 	if err := c.Admin.Get(ctx, types.NamespacedName{Namespace: CrossplaneNamespace, Name: caSecretName}, ca); err != nil {
 		t.Fatalf("cannot read Crossplane's CA: %v", err)
 	}
-	addr := LoopbackAddress()
+	addr := harness.LoopbackAddress()
 	host, _, _ := net.SplitHostPort(addr)
-	cert, err := SignServerCert(ca.Data["tls.crt"], ca.Data["tls.key"], "function-peerrelay", net.ParseIP(host))
+	cert, err := harness.SignServerCert(ca.Data["tls.crt"], ca.Data["tls.key"], "function-peerrelay", net.ParseIP(host))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +107,8 @@ func (c *Crossplane) StartRuntime(t testing.TB, o RuntimeOptions) *Runtime {
 			t.Fatal(err)
 		}
 	}
-	r := &Runtime{FunctionAddress: addr, providerBin: Tool(t, "provider-peerrelay")}
-	r.Function = StartProcess(t, "function-peerrelay", Tool(t, "function-peerrelay"), []string{
+	r := &Runtime{FunctionAddress: addr, providerBin: harness.Tool(t, "provider-peerrelay")}
+	r.Function = harness.StartProcess(t, "function-peerrelay", harness.Tool(t, "function-peerrelay"), []string{
 		"--address=" + r.FunctionAddress, "--tls-server-certs-dir=" + certs, "--metrics-address=", "--debug",
 	}, nil)
 
@@ -134,7 +136,7 @@ func (c *Crossplane) StartRuntime(t testing.TB, o RuntimeOptions) *Runtime {
 }
 
 // pass serves every revision once.
-func (r *Runtime) pass(ctx context.Context, t testing.TB, c *Crossplane, cert *ServerCert, o RuntimeOptions) error {
+func (r *Runtime) pass(ctx context.Context, t testing.TB, c *Crossplane, cert *harness.ServerCert, o RuntimeOptions) error {
 	var errs []error
 	for _, kind := range []string{"FunctionRevision", "ProviderRevision"} {
 		revs, err := c.List(ctx, "pkg.crossplane.io/v1", kind, "")
@@ -151,7 +153,7 @@ func (r *Runtime) pass(ctx context.Context, t testing.TB, c *Crossplane, cert *S
 	return errors.Join(errs...)
 }
 
-func (r *Runtime) serve(ctx context.Context, t testing.TB, c *Crossplane, rev *unstructured.Unstructured, cert *ServerCert, o RuntimeOptions) error {
+func (r *Runtime) serve(ctx context.Context, t testing.TB, c *Crossplane, rev *unstructured.Unstructured, cert *harness.ServerCert, o RuntimeOptions) error {
 	if state, _, _ := unstructured.NestedString(rev.Object, "spec", "desiredState"); state != "Active" {
 		return nil
 	}
@@ -223,11 +225,11 @@ func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane
 	if err := c.Admin.Get(ctx, types.NamespacedName{Name: "relayconfigs.relay.peerrelay.io"}, crd); err != nil {
 		return fmt.Errorf("waiting for the provider's CRDs: %w", err)
 	}
-	cfg, err := serviceAccountConfig(ctx, c.AdminConfig, CrossplaneNamespace, sa)
+	cfg, err := harness.ServiceAccountRESTConfig(ctx, c.AdminConfig, CrossplaneNamespace, sa)
 	if err != nil {
 		return err
 	}
-	kc, err := writeKubeconfig(cfg, c.Dir, "provider-"+sa)
+	kc, err := harness.WriteKubeconfigFile(cfg, c.Dir, "provider-"+sa)
 	if err != nil {
 		return err
 	}
@@ -237,7 +239,7 @@ func (r *Runtime) startProvider(ctx context.Context, t testing.TB, c *Crossplane
 	}
 	args = append(args, o.ProviderArgs...)
 	// POD_NAMESPACE: where its leader election lease is, as in a pod.
-	p, err := startProcess(t, "provider-peerrelay (as "+sa+")", r.providerBin, args, []string{"KUBECONFIG=" + kc, "POD_NAMESPACE=" + CrossplaneNamespace})
+	p, err := harness.TryStartProcess(t, "provider-peerrelay (as "+sa+")", r.providerBin, args, []string{"KUBECONFIG=" + kc, "POD_NAMESPACE=" + CrossplaneNamespace})
 	if err != nil {
 		return err
 	}

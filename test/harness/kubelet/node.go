@@ -1,4 +1,7 @@
-package harness
+// Package kubelet is the test cluster's one node: a scheduler and kubelet
+// that run each pod for real (Node) or, for benchmarks at scale, a hollow
+// one that only reports pods Running (runHollow).
+package kubelet
 
 import (
 	"context"
@@ -27,10 +30,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // NodeName is the one node of the test cluster.
@@ -59,15 +65,15 @@ type Node struct {
 	cs    kubernetes.Interface
 	dir   string
 	bin   string
-	o     NodeOptions
+	o     Options
 
 	mu   sync.Mutex
 	pods map[types.UID]*podRun
 	hold func(*corev1.Pod) bool // pods not run (Hold)
 }
 
-// NodeOptions are what the node's world looks like from inside a pod.
-type NodeOptions struct {
+// Options are what the node's world looks like from inside a pod.
+type Options struct {
 	// Hosts are extra /etc/hosts entries in every pod (a name the test
 	// serves, such as Tailscale's control server, on the services address).
 	Hosts []string
@@ -77,25 +83,35 @@ type NodeOptions struct {
 	// Hollow runs no pod: each is bound and reported Running and Ready
 	// at once (see runHollow). For control-plane benchmarks at scale.
 	Hollow bool
-	// Registry is where images other than tailscale's are pulled from;
-	// default the Crossplane's.
-	Registry *Registry
+	// Registry is where images other than tailscale's are pulled from
+	// (the test's registry, answering as the packages' real host).
+	Registry Registry
 }
 
-// StartNode starts the node; it stops every pod's processes and removes
-// its network when the test ends.
-func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
+// Registry is an image registry the node pulls from.
+type Registry interface {
+	// Name is the registry host images are named under.
+	Name() string
+	// Transport reaches it, trusting its certificate.
+	Transport() http.RoundTripper
+}
+
+// Start starts the node against the API server admin reaches, as cluster
+// admin; it stops every pod's processes and removes its network when the
+// test ends.
+func Start(t testing.TB, admin *rest.Config, o Options) *Node {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(c.AdminConfig)
+	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Registry == nil {
-		o.Registry = c.Registry
+	kube, err := client.New(admin, client.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	n := &Node{admin: c.Admin, cs: cs, o: o, pods: map[types.UID]*podRun{}}
+	n := &Node{admin: kube, cs: cs, o: o, pods: map[types.UID]*podRun{}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName, Labels: map[string]string{corev1.LabelHostname: NodeName}}}
-	if err := c.Admin.Create(context.Background(), node); err != nil && !kerrors.IsAlreadyExists(err) {
+	if err := kube.Create(context.Background(), node); err != nil && !kerrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if o.Hollow {
@@ -106,14 +122,14 @@ func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
 		return n
 	}
 	for _, tool := range []string{"containerboot", "tailscaled", "tailscale"} {
-		Tool(t, tool)
+		harness.Tool(t, tool)
 	}
-	n.net, n.dir, n.bin = startPodNetwork(t), t.TempDir(), ToolsDir(t)
-	apiServer, err := url2hostport(c.AdminConfig.Host)
+	n.net, n.dir, n.bin = startPodNetwork(t), t.TempDir(), harness.ToolsDir(t)
+	apiServer, err := url2hostport(admin.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopProxy := proxyTCP(t, net.JoinHostPort(KubernetesServiceIP.String(), "443"), apiServer)
+	stopProxy := proxyTCP(t, net.JoinHostPort(harness.KubernetesServiceIP.String(), "443"), apiServer)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { n.run(ctx); close(done) }()
@@ -129,7 +145,7 @@ func (c *Crossplane) StartNode(t testing.TB, o NodeOptions) *Node {
 		for _, r := range runs {
 			r.stop(time.Second)
 			if t.Failed() || os.Getenv("PEERRELAY_TEST_LOGS") != "" {
-				t.Logf("---- pod %s/%s output (last 32 KiB) ----\n%s", r.ns, r.name, tail(r.log.String(), 32<<10))
+				t.Logf("---- pod %s/%s output (last 32 KiB) ----\n%s", r.ns, r.name, harness.Tail(r.log.String(), 32<<10))
 			}
 		}
 		stopProxy()
@@ -347,7 +363,7 @@ func (n *Node) admit(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	r := &podRun{
-		ns: p.Namespace, name: p.Name, uid: p.UID, log: &SyncBuffer{}, dir: filepath.Join(n.dir, string(p.UID)),
+		ns: p.Namespace, name: p.Name, uid: p.UID, log: &harness.SyncBuffer{}, dir: filepath.Join(n.dir, string(p.UID)),
 		quit: make(chan struct{}), exited: make(chan struct{}),
 	}
 	if image := p.Spec.Containers[0].Image; !tailscaleImage(image) {
@@ -443,7 +459,7 @@ func (n *Node) prepareVolumes(ctx context.Context, p *corev1.Pod, r *podRun) ([]
 func (n *Node) writeEtc(r *podRun, p *corev1.Pod) error {
 	root := filepath.Join(r.dir, "root")
 	hosts := fmt.Sprintf("127.0.0.1\tlocalhost\n%s\t%s\n%s\tkubernetes.default.svc kubernetes.default kubernetes\n",
-		r.ip, p.Name, KubernetesServiceIP)
+		r.ip, p.Name, harness.KubernetesServiceIP)
 	n.mu.Lock()
 	o := n.o
 	n.mu.Unlock()
@@ -627,3 +643,27 @@ func (r *podRun) startContainer(n *Node, p *corev1.Pod) (*exec.Cmd, error) {
 // ServicesIP is an address on the host that every pod reaches: where the
 // test serves what pods talk to (Tailscale's control server, APIs).
 func (n *Node) ServicesIP() net.IP { return net.ParseIP(n.net.Services.String()) }
+
+// Publish makes host resolve to ip in pods started from now on, and their
+// CA bundle trust ca: a server the test runs (Tailscale's control plane)
+// as the pods would find the real one.
+func (n *Node) Publish(host string, ip net.IP, ca []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.o.Hosts = append(n.o.Hosts, ip.String()+"\t"+host)
+	n.o.TrustedCA = append(n.o.TrustedCA, ca...)
+}
+
+// TestHost makes a host of the test's own on the node's network: a network
+// namespace with an address on the pods' bridge, removed when the test
+// ends. It returns the namespace's name, for ip netns exec, and its
+// address.
+func (n *Node) TestHost(t testing.TB) (string, netip.Addr) {
+	t.Helper()
+	ns, addr, err := n.net.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeNetns(ns) })
+	return ns, addr
+}

@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"archive/tar"
@@ -16,6 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/crossplane"
 )
 
 // imageFor is a one-file image for arch whose /arch file names it.
@@ -55,13 +58,11 @@ func imageFor(t *testing.T, arch string) string {
 // registry (answering under a public name) is pulled for this machine's,
 // and unpacked as the pod's root; an image from elsewhere is refused.
 func TestNodePullsItsArchitecture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		Missing(t, "the registry listens on port 443: run as root")
-	}
-	reg := StartRegistry(t, "registry.test")
+	harness.Need(t, os.Geteuid() == 0, "the registry listens on port 443: run as root")
+	reg := crossplane.StartRegistry(t, "registry.test")
 	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
 	reg.Push(t, "team/app", "v1", imageFor(t, other), imageFor(t, runtime.GOARCH))
-	n := &Node{o: NodeOptions{Registry: reg}}
+	n := &Node{o: Options{Registry: reg}}
 	root := t.TempDir()
 	cfg, err := n.pullImage(context.Background(), "registry.test/team/app:v1", root)
 	if err != nil {

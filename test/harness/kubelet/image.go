@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"archive/tar"
@@ -35,7 +35,7 @@ func (n *Node) pullImage(ctx context.Context, image, root string) (*v1.Config, e
 	if err != nil {
 		return nil, err
 	}
-	if reg == nil || ref.Context().RegistryStr() != reg.Host {
+	if reg == nil || ref.Context().RegistryStr() != reg.Name() {
 		return nil, fmt.Errorf("image %s: the test node pulls only from the test's registry", image)
 	}
 	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithTransport(reg.Transport()),

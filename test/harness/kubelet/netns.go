@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // podNetwork is a bridge with a /24 on it, and a network namespace per pod
@@ -35,9 +37,7 @@ var ownedName = regexp.MustCompile(`^pr(\d+)(?:n\d+)?$`)
 // made on it when the test ends.
 func startPodNetwork(t testing.TB) *podNetwork {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		Missing(t, "pods run in network namespaces: run the tests as root")
-	}
+	harness.Need(t, os.Geteuid() == 0, "pods run in network namespaces: run the tests as root")
 	removeLeftovers()
 	pid := os.Getpid()
 	third := pid%200 + 20
@@ -54,7 +54,7 @@ func startPodNetwork(t testing.TB) *podNetwork {
 		{"addr", "add", pn.Gateway.String() + "/24", "dev", pn.bridge},
 		{"addr", "add", pn.Services.String() + "/32", "dev", pn.bridge},
 		// The kubernetes Service's ClusterIP: the node proxies it to the API server.
-		{"addr", "add", KubernetesServiceIP.String() + "/32", "dev", pn.bridge},
+		{"addr", "add", harness.KubernetesServiceIP.String() + "/32", "dev", pn.bridge},
 		{"link", "set", pn.bridge, "up"},
 	} {
 		if err := ip(args...); err != nil {

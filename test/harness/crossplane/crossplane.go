@@ -1,4 +1,9 @@
-package harness
+// Package crossplane runs Crossplane as a user's cluster does, without
+// nodes: kube-controller-manager, Crossplane core and its RBAC manager as
+// their own ServiceAccounts, an OCI registry answering as the packages'
+// real host, the cluster DNS core resolves functions with, and (for a
+// hollow node) the External package runtime played with host processes.
+package crossplane
 
 import (
 	"bytes"
@@ -22,6 +27,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // Crossplane's namespace and the names a Helm install gives its parts.
@@ -43,7 +50,7 @@ const (
 // revision, whose pods the test node runs from the package's image; with
 // ExternalRuntime, Runtime (runtime.go) plays that part with host processes.
 type Crossplane struct {
-	API *APIServer
+	API *harness.APIServer
 	// Admin is a cluster-admin client: the test acting as a user.
 	Admin       client.Client
 	AdminConfig *rest.Config
@@ -54,7 +61,7 @@ type Crossplane struct {
 
 	dns *clusterDNS
 
-	KCM, Core, RBAC *Process
+	KCM, Core, RBAC *harness.Process
 }
 
 // CrossplaneOptions tune StartCrossplane.
@@ -78,7 +85,7 @@ type CrossplaneOptions struct {
 func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	t.Helper()
 	for _, tool := range []string{"kube-controller-manager", "crossplane", "helm", "crank"} {
-		Tool(t, tool)
+		harness.Tool(t, tool)
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 15 * time.Second
@@ -87,7 +94,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		o.RegistryHost = "xpkg.crossplane.io"
 	}
 	ctx := context.Background()
-	c := &Crossplane{API: startAPIServer(t, true), Dir: t.TempDir()}
+	c := &Crossplane{API: harness.StartAPIServerWithPods(t, true), Dir: t.TempDir()}
 	c.AdminConfig = c.API.Config
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -97,7 +104,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if c.Admin, err = client.New(c.AdminConfig, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
-	c.Kubeconfig = WriteKubeconfig(t, c.AdminConfig, c.Dir, "admin")
+	c.Kubeconfig = harness.WriteKubeconfig(t, c.AdminConfig, c.Dir, "admin")
 
 	// root-ca-cert-publisher writes kube-root-ca.crt into every namespace:
 	// the ca.crt of a pod's kube-api-access volume.
@@ -105,7 +112,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := os.WriteFile(rootCA, c.API.ClusterCA, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.KCM = StartProcess(t, "kube-controller-manager", Tool(t, "kube-controller-manager"), []string{
+	c.KCM = harness.StartProcess(t, "kube-controller-manager", harness.Tool(t, "kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--root-ca-file=" + rootCA,
 		"--controllers=garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher",
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
@@ -115,11 +122,11 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	crossplaneDir := ModuleDir(t, crossplaneWrapper(), crossplaneModule)
+	crossplaneDir := harness.ModuleDir(t, crossplaneWrapper(), crossplaneModule)
 	c.applyChartRBAC(t, filepath.Join(crossplaneDir, "cluster", "charts", "crossplane"))
 
 	// Crossplane's ClusterRole is aggregated by kube-controller-manager.
-	Eventually(t, 60*time.Second, "ClusterRole crossplane is aggregated", func(context.Context) error {
+	harness.Eventually(t, 60*time.Second, "ClusterRole crossplane is aggregated", func(context.Context) error {
 		cr := &rbacv1.ClusterRole{}
 		if err := c.Admin.Get(ctx, types.NamespacedName{Name: "crossplane"}, cr); err != nil {
 			return err
@@ -130,8 +137,8 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		return nil
 	})
 
-	core := WriteKubeconfig(t, ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, crossplaneSA), c.Dir, crossplaneSA)
-	rbacKC := WriteKubeconfig(t, ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, rbacManagerSA), c.Dir, rbacManagerSA)
+	core := harness.WriteKubeconfig(t, harness.ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, crossplaneSA), c.Dir, crossplaneSA)
+	rbacKC := harness.WriteKubeconfig(t, harness.ServiceAccountConfig(ctx, t, c.AdminConfig, CrossplaneNamespace, rbacManagerSA), c.Dir, rbacManagerSA)
 	env := []string{"KUBECONFIG=" + core, "POD_NAMESPACE=" + CrossplaneNamespace, "POD_SERVICE_ACCOUNT=" + crossplaneSA}
 
 	// crossplane core init, as its init container runs: CRDs, the lock, the
@@ -139,11 +146,11 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	// first try can fail ("no matches for kind Lock"); it is retried.
 	initEnv := append(env, "CRDS_PATH="+filepath.Join(crossplaneDir, "cluster", "crds"),
 		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName)
-	Eventually(t, 90*time.Second, "crossplane core init", func(context.Context) error {
+	harness.Eventually(t, 90*time.Second, "crossplane core init", func(context.Context) error {
 		cmd := exec.Command(crossplaneBin(t), "core", "init", "--enable-webhooks=false", "--activation=*")
 		cmd.Env = append(os.Environ(), initEnv...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, tail(string(out), 2000))
+			return fmt.Errorf("%v: %s", err, harness.Tail(string(out), 2000))
 		}
 		return nil
 	})
@@ -156,7 +163,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	} else {
 		_ = l.Close()
 	}
-	c.RBAC = StartProcess(t, "crossplane rbac", crossplaneBin(t), []string{
+	c.RBAC = harness.StartProcess(t, "crossplane rbac", crossplaneBin(t), []string{
 		"rbac", "start", "--provider-clusterrole=crossplane:allowed-provider-permissions",
 	}, []string{"KUBECONFIG=" + rbacKC, "POD_NAMESPACE=" + CrossplaneNamespace})
 
@@ -191,7 +198,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		args = append(args, "--package-runtime=External")
 	}
 	bin, args := inMountNamespace(c.dns.resolvConf, crossplaneBin(t), append(args, debug...))
-	c.Core = StartProcess(t, "crossplane core", bin, args,
+	c.Core = harness.StartProcess(t, "crossplane core", bin, args,
 		append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
 	return c
 }
@@ -210,16 +217,15 @@ func crossplaneWrapper() string {
 func crossplaneBin(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("PEERRELAY_CROSSPLANE_VERSION") == "" {
-		return Tool(t, "crossplane")
+		return harness.Tool(t, "crossplane")
 	}
-	root, err := RepoRoot()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, crossplaneWrapper(), "crossplane")
-	if _, err := os.Stat(bin); err != nil {
-		Missing(t, "%s: run hack/crossplane-version.sh", bin)
-	}
+	_, err = os.Stat(bin)
+	harness.Need(t, err == nil, "%s: run hack/crossplane-version.sh", bin)
 	return bin
 }
 
@@ -235,7 +241,7 @@ func (c *Crossplane) applyChartRBAC(t testing.TB, chart string) {
 	} {
 		args = append(args, "--show-only", "templates/"+f)
 	}
-	cmd := exec.Command(Tool(t, "helm"), args...)
+	cmd := exec.Command(harness.Tool(t, "helm"), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.Dir, "helm"), "HELM_CONFIG_HOME="+filepath.Join(c.Dir, "helm"))
 	rendered, err := cmd.Output()
 	if err != nil {
@@ -273,19 +279,19 @@ func (c *Crossplane) Kubectl(t testing.TB, args ...string) (string, error) {
 // KubectlIn is Kubectl with stdin.
 func (c *Crossplane) KubectlIn(t testing.TB, stdin []byte, args ...string) (string, error) {
 	t.Helper()
-	return c.run(t, stdin, Tool(t, "kubectl"), args...)
+	return c.run(t, stdin, harness.Tool(t, "kubectl"), args...)
 }
 
 // CLI runs the Crossplane CLI (crank) as cluster admin from the repository
 // root.
 func (c *Crossplane) CLI(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	return c.run(t, nil, Tool(t, "crank"), args...)
+	return c.run(t, nil, harness.Tool(t, "crank"), args...)
 }
 
 func (c *Crossplane) run(t testing.TB, stdin []byte, bin string, args ...string) (string, error) {
 	t.Helper()
-	root, err := RepoRoot()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,22 +332,4 @@ func (c *Crossplane) List(ctx context.Context, apiVersion, kind, ns string, opts
 
 func isNoMatch(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "no matches for kind")
-}
-
-// ModuleDir is where the Go module cache holds module mod, as the module in
-// dir (relative to the repository root: "." or a tools wrapper)
-// resolves it.
-func ModuleDir(t testing.TB, dir, mod string) string {
-	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod)
-	cmd.Dir = filepath.Join(root, dir)
-	out, err := cmd.Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("cannot find module %s through %s: %v", mod, dir, err)
-	}
-	return string(bytes.TrimSpace(out))
 }

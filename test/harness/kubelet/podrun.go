@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // podRun is one pod the node runs: its sandbox and its container.
@@ -28,7 +30,7 @@ type podRun struct {
 	netns    string
 	ip       netip.Addr
 	mounts   []mount
-	log      *SyncBuffer
+	log      *harness.SyncBuffer
 	image    *v1.Config // nil: the played tailscale image
 
 	terminating atomic.Bool
@@ -58,7 +60,7 @@ func (r *podRun) recordExit(err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: tail(r.log.String(), 2048), FinishedAt: metav1.Now()}
+	r.last = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: harness.Tail(r.log.String(), 2048), FinishedAt: metav1.Now()}
 }
 
 // supervise runs the container, restarts it when it exits (the kubelet's

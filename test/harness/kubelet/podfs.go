@@ -1,4 +1,4 @@
-package harness
+package kubelet
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // errWaiting: the pod cannot start yet (a Secret it needs does not exist);
@@ -292,10 +294,10 @@ func (n *Node) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contai
 			}
 		}
 	}
-	set("KUBERNETES_SERVICE_HOST", KubernetesServiceIP.String())
+	set("KUBERNETES_SERVICE_HOST", harness.KubernetesServiceIP.String())
 	set("KUBERNETES_SERVICE_PORT", "443")
 	set("KUBERNETES_SERVICE_PORT_HTTPS", "443")
-	set("KUBERNETES_PORT", "tcp://"+KubernetesServiceIP.String()+":443")
+	set("KUBERNETES_PORT", "tcp://"+harness.KubernetesServiceIP.String()+":443")
 	for _, e := range c.Env {
 		v := e.Value
 		switch {
