@@ -3,7 +3,6 @@ package fn
 import (
 	"context"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +11,14 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // mustStruct turns YAML into a protobuf Struct.
@@ -67,55 +71,6 @@ func podAccess(t testing.TB, more map[string]*fnv1.Resource) map[string]*fnv1.Re
 	}
 	maps.Copy(out, more)
 	return out
-}
-
-func TestCreationOrder(t *testing.T) {
-	access := podAccess(t, nil)
-	sts := &fnv1.Resource{Resource: mustStruct(t, "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-0, namespace: team-a}")}
-	cases := map[string]struct {
-		reason   string
-		observed map[string]*fnv1.Resource
-		want     []string // the RoleBinding and StatefulSets composed
-	}{
-		"FirstReconcile": {
-			reason: "Nothing exists yet: a RoleBinding to a Role that does not exist is refused, and so is a pod whose ServiceAccount does not.",
-		},
-		"RoleExists": {
-			reason:   "The Role exists: the RoleBinding is composed; the StatefulSets wait for it, as containerboot could not write its state Secret.",
-			observed: map[string]*fnv1.Resource{keyServiceAccount: access[keyServiceAccount], keyRole: access[keyRole]},
-			want:     []string{keyRoleBinding},
-		},
-		"PodAccessExists": {
-			reason:   "ServiceAccount, Role and RoleBinding exist: every replica's StatefulSet is composed.",
-			observed: access,
-			want:     []string{keyRoleBinding, "statefulset-0", "statefulset-1"},
-		},
-		"ExistingStayComposed": {
-			reason:   "What exists stays composed while what it waited for is being recreated: dropping it would delete it, and a StatefulSet its running pod.",
-			observed: map[string]*fnv1.Resource{keyRoleBinding: access[keyRoleBinding], "statefulset-0": sts},
-			want:     []string{keyRoleBinding, "statefulset-0"},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, "replicas: 2"), Resources: tc.observed}})
-			var got []string
-			for k := range rsp.GetDesired().GetResources() {
-				if k == keyRoleBinding || strings.HasPrefix(k, keyPrefixStatefulSet) {
-					got = append(got, k)
-				}
-			}
-			slices.Sort(got)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\ncomposed (-want +got):\n%s", tc.reason, diff)
-			}
-			for _, k := range []string{keyServiceAccount, keyRole, "service-0", "relayconfig-1"} {
-				if rsp.GetDesired().GetResources()[k] == nil {
-					t.Errorf("%s\n%s waits for nothing and must be composed", tc.reason, k)
-				}
-			}
-		})
-	}
 }
 
 func valueAt(t testing.TB, s *structpb.Struct, path ...string) any {
@@ -213,93 +168,6 @@ spec: {}
 			for _, key := range tc.want.notComposed {
 				if _, ok := res[key]; ok {
 					t.Errorf("%s\n%s should not be composed", tc.reason, key)
-				}
-			}
-		})
-	}
-}
-
-func TestRunFunctionServiceAnnotations(t *testing.T) {
-	cases := map[string]struct {
-		reason   string
-		spec     string
-		input    string
-		observed map[string]*fnv1.Resource
-		replica  string
-		want     map[string]string // subset expected
-		absent   []string
-	}{
-		"CloudDefaults": {
-			reason:  "Without elasticIPs a Service gets the public NLB defaults and cross-zone on.",
-			spec:    "replicas: 1",
-			replica: "service-0",
-			want: map[string]string{
-				"service.beta.kubernetes.io/aws-load-balancer-scheme":           "internet-facing",
-				"service.beta.kubernetes.io/aws-load-balancer-attributes":       "load_balancing.cross_zone.enabled=true",
-				"service.beta.kubernetes.io/azure-load-balancer-internal":       "false",
-				"service.beta.kubernetes.io/aws-load-balancer-healthcheck-port": "9002",
-			},
-			absent: []string{annotationEIPAllocations},
-		},
-		"UserOverridesDefaultsAndKeepsAttributes": {
-			reason: "The user's annotations beat the cloud defaults, and a user-set attributes key is not replaced.",
-			spec: `replicas: 1
-service:
-  annotations:
-    service.beta.kubernetes.io/aws-load-balancer-scheme: internal
-    service.beta.kubernetes.io/aws-load-balancer-attributes: deletion_protection.enabled=true`,
-			replica: "service-0",
-			want: map[string]string{
-				"service.beta.kubernetes.io/aws-load-balancer-scheme":     "internal",
-				"service.beta.kubernetes.io/aws-load-balancer-attributes": "deletion_protection.enabled=true",
-			},
-		},
-		"ElasticIPPerReplica": {
-			reason: "Replica N is pinned to elasticIPs[N].",
-			spec: `replicas: 2
-aws:
-  elasticIPs:
-  - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}
-  - {allocationID: eipalloc-0bb, subnetID: subnet-0bb}`,
-			observed: map[string]*fnv1.Resource{"relayconfig-1": checkedRelayConfig(t, "subnet-0bb", "eipalloc-0bb", "")},
-			replica:  "service-1",
-			want: map[string]string{
-				annotationEIPAllocations: "eipalloc-0bb",
-				annotationSubnets:        "subnet-0bb",
-			},
-		},
-		"AzureOnly": {
-			reason:  "Input cloud: azure leaves the AWS annotations out.",
-			spec:    "replicas: 1",
-			input:   "cloud: azure",
-			replica: "service-0",
-			want:    map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "false"},
-			absent:  []string{"service.beta.kubernetes.io/aws-load-balancer-scheme", annotationLBAttributes},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: tc.observed}}
-			if tc.input != "" {
-				req.Input = mustStruct(t, "apiVersion: fn.peerrelay.io/v1alpha1\nkind: Input\n"+tc.input)
-			}
-			rsp := run(t, req)
-			svc := rsp.GetDesired().GetResources()[tc.replica]
-			if svc == nil {
-				t.Fatalf("%s\n%s not composed; results: %v", tc.reason, tc.replica, rsp.GetResults())
-			}
-			got := map[string]string{}
-			for k, v := range valueAt(t, svc.GetResource(), "metadata", "annotations").(map[string]any) {
-				got[k] = v.(string)
-			}
-			for k, v := range tc.want {
-				if got[k] != v {
-					t.Errorf("%s\nannotation %s: want %q, got %q", tc.reason, k, v, got[k])
-				}
-			}
-			for _, k := range tc.absent {
-				if _, ok := got[k]; ok {
-					t.Errorf("%s\nannotation %s should be absent", tc.reason, k)
 				}
 			}
 		})
@@ -421,5 +289,56 @@ func TestStateSecretsSurviveSpecChanges(t *testing.T) {
 				t.Errorf("%s: relayconfig-%d names state Secret %q, want %q", name, i, got, want)
 			}
 		}
+	}
+}
+
+// testRelay is PeerRelay team-a/my-relay with every default applied, then
+// mutate.
+func testRelay(t *testing.T, mutate ...func(*relay)) *relay {
+	t.Helper()
+	r, err := defaults(inputs{Name: "my-relay", Namespace: "team-a"}, v1alpha1.PeerRelaySpec{
+		Replicas:         ptr.To[int32](2),
+		AuthKeySecretRef: &v1alpha1.SecretKeyRef{Name: "ts-auth"},
+	}, &fnv1alpha1.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mutate {
+		m(r)
+	}
+	return r
+}
+
+var labels1 = map[string]string{
+	labelName: appName, labelInstance: "my-relay", labelManagedBy: "function-peerrelay", labelReplica: "1",
+}
+
+func TestWarnings(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		r      *relay
+		want   []string
+	}{
+		"None": {reason: "A plain PeerRelay has nothing to warn of.", r: testRelay(t, func(r *relay) { r.Spec.AuthKeySecretRef = nil; r.AuthKey = nil })},
+		"AnnotationIgnored": {
+			reason: "A Service annotation Elastic IP pinning overrides is ignored, as the Tailscale operator ignores it, with a warning naming it.",
+			r: testRelay(t, func(r *relay) {
+				r.Spec.AWS = &v1alpha1.AWSSpec{ElasticIPs: []v1alpha1.ElasticIP{{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"}}}
+				r.Spec.Service = &v1alpha1.ServiceSpec{Annotations: map[string]string{annotationEIPAllocations: "eipalloc-0ff", "x": "y"}}
+			}),
+			want: []string{"spec.service.annotations[" + annotationEIPAllocations + "] is ignored: spec.aws pins each replica's Service to its own subnet and Elastic IP"},
+		},
+		"TagsWithKey": {
+			reason: "spec.tags beside a supplied key is ignored: the key's tags win.",
+			r:      testRelay(t, func(r *relay) { r.Spec.Tags = []v1alpha1.Tag{"tag:relay"} }),
+			want:   []string{"spec.tags is ignored while spec.authKeySecretRef is set: the devices get the tags of the key in Secret ts-auth"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, warnings(tc.r), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nwarnings (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

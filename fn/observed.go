@@ -1,8 +1,11 @@
 package fn
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
+
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/resource"
@@ -54,4 +57,88 @@ func indexed(key, prefix string) (int, bool) {
 	}
 	i, err := strconv.Atoi(rest)
 	return i, err == nil
+}
+
+// replicaObservation is one replica as observed.
+type replicaObservation struct {
+	endpoints    []v1alpha1.Endpoint
+	serviceReady bool // the Service has a load balancer ingress
+	configReady  bool // the RelayConfig reports Ready
+	podReady     bool
+	// lbAddress: the replica's load balancer has an address (static
+	// endpoints alone do not count: no load balancer may exist yet).
+	lbAddress bool
+	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
+	// DeviceCleanup condition, providerConfig its ProviderConfigUsable.
+	key, cleanup, providerConfig xpv2.Condition
+}
+
+// enrolled tells whether every replica's device exists: its RelayConfig
+// recorded the device ID containerboot wrote into the state Secret. The key
+// is needed only to log in, so a key Secret deleted after that is no
+// problem.
+func (o observedState) enrolled(r *relay) bool {
+	for i := range r.Replicas {
+		rc, ok := o.get(relayConfigKey(i))
+		if !ok {
+			return false
+		}
+		if atProvider(rc).DeviceID == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (o observedState) replica(r *relay, i int) replicaObservation {
+	var ro replicaObservation
+	if svc, ok := o.get(svcKey(i)); ok {
+		var ingress []corev1.LoadBalancerIngress
+		_ = svc.GetValueInto("status.loadBalancer.ingress", &ingress)
+		for _, in := range ingress {
+			if in.IP != "" || in.Hostname != "" {
+				ro.serviceReady = true
+			}
+			if a, err := netip.ParseAddr(in.IP); err == nil {
+				ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: a.String(), Port: r.Port})
+			}
+		}
+	}
+	if rc, ok := o.get(relayConfigKey(i)); ok {
+		ro.configReady = isTrue(rc, xpv2.TypeReady)
+		ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
+		ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
+		ro.providerConfig = rc.GetCondition(relayv1alpha1.ConditionProviderConfig)
+		at := atProvider(rc)
+		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
+		// The provider's list is what the replica actually advertises
+		// (resolved hostnames, AWS addresses, static endpoints), so it wins
+		// over the bare ingress IPs.
+		if len(at.Endpoints) > 0 {
+			ro.endpoints = ro.endpoints[:0]
+			for _, ep := range at.Endpoints {
+				if ap, err := netip.ParseAddrPort(ep); err == nil {
+					ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: ap.Addr().String(), Port: int32(ap.Port())})
+				}
+			}
+		}
+	}
+	switch {
+	case o.pods != nil:
+		if p, ok := o.pods[podName(r, i)]; ok {
+			ro.podReady = isTrue(p, xpv2.ConditionType(corev1.PodReady))
+		}
+	case o.podsRequired && i < len(o.last.Replicas) && o.last.Replicas[i].Index == int32(i):
+		// Crossplane has not supplied the pods in this call (it asks on
+		// the first call of each reconcile): keep what the PeerRelay says
+		// rather than the StatefulSet's lagging count, or every reconcile
+		// would flip PeerRelayReady and back.
+		ro.podReady = o.last.Replicas[i].PodReady
+	default:
+		if sts, ok := o.get(statefulSetKey(i)); ok {
+			n, _ := sts.GetInteger("status.readyReplicas")
+			ro.podReady = n >= 1
+		}
+	}
+	return ro
 }

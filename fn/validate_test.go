@@ -1,0 +1,88 @@
+package fn
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+)
+
+func TestValidate(t *testing.T) {
+	// Compared by type and field: the details are for people.
+	byField := cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail", "Origin", "CoveredByDeclarative")
+	cases := map[string]struct {
+		reason  string
+		spec    v1alpha1.PeerRelaySpec
+		want    field.ErrorList
+		awsOnly bool
+	}{
+		"Minimal": {reason: "The seed's minimal PeerRelay is valid.", spec: v1alpha1.PeerRelaySpec{Replicas: ptr.To[int32](1)}},
+		"Everything": {
+			reason: "Every problem is reported at once, each naming its field.",
+			spec: v1alpha1.PeerRelaySpec{
+				Replicas:         ptr.To[int32](101),
+				Tags:             []v1alpha1.Tag{"k8s", "tag:a", "tag:a"},
+				Port:             ptr.To[int32](0),
+				AuthKeySecretRef: &v1alpha1.SecretKeyRef{Name: "Bad_Name", Key: "a/b"},
+				StaticEndpoints:  []string{"relay.example.com:1", "203.0.113.1:1", "203.0.113.1:1"},
+			},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "replicas"), nil, ""),
+				field.Invalid(field.NewPath("spec", "tags").Index(0), nil, ""),
+				field.Duplicate(field.NewPath("spec", "tags").Index(2), nil),
+				field.Invalid(field.NewPath("spec", "port"), nil, ""),
+				field.Invalid(field.NewPath("spec", "authKeySecretRef", "name"), nil, ""),
+				field.Invalid(field.NewPath("spec", "authKeySecretRef", "key"), nil, ""),
+				field.Invalid(field.NewPath("spec", "staticEndpoints").Index(0), nil, ""),
+				field.Duplicate(field.NewPath("spec", "staticEndpoints").Index(2), nil),
+			},
+		},
+		"AWSOnly": {
+			reason: "Problems only under spec.aws are AWS configuration problems.",
+			spec: v1alpha1.PeerRelaySpec{Replicas: ptr.To[int32](2), AWS: &v1alpha1.AWSSpec{
+				ElasticIPs:    []v1alpha1.ElasticIP{{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a", Allocate: true}},
+				LoadBalancer:  "ALB",
+				ZonePlacement: v1alpha1.ZonePlacementPerReplica,
+			}},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "aws", "elasticIPs"), nil, ""),
+				field.Forbidden(field.NewPath("spec", "aws", "elasticIPs").Index(0).Child("allocationID"), ""),
+				field.NotSupported[string](field.NewPath("spec", "aws", "loadBalancer"), nil, nil),
+			},
+			awsOnly: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, awsOnly := validate(&tc.spec)
+			if diff := cmp.Diff(tc.want, got, byField, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nerrors (-want +got):\n%s", tc.reason, diff)
+			}
+			if awsOnly != tc.awsOnly {
+				t.Errorf("%s\nawsOnly %v, want %v", tc.reason, awsOnly, tc.awsOnly)
+			}
+		})
+	}
+}
+
+func TestImageTooOld(t *testing.T) {
+	for image, old := range map[string]bool{
+		"tailscale/tailscale:v1.102.5":                        false,
+		"tailscale/tailscale:v1.110.0":                        false,
+		"tailscale/tailscale:v1.98.2":                         true,
+		"ghcr.io/tailscale/tailscale:v1.90.0@sha256:0123abcd": true,
+		"registry.example:5000/tailscale:v1.80.1":             true,
+		"registry.example:5000/tailscale":                     false, // no tag: cannot judge
+		"tailscale/tailscale:latest":                          false,
+		"tailscale/tailscale:unstable-v1.99.1":                false,
+		"example/other-relay:v1.0.0":                          false,
+	} {
+		if got := imageTooOld(image) != ""; got != old {
+			t.Errorf("imageTooOld(%q) = %v, want %v", image, got, old)
+		}
+	}
+}
