@@ -1,4 +1,6 @@
-package resolve
+// Package placement checks a replica's AWS placement (its subnet and Elastic
+// IP) before the function places anything with it.
+package placement
 
 import (
 	"context"
@@ -14,24 +16,24 @@ import (
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
-// PlacementEC2API is the part of the EC2 client the placement check calls.
-type PlacementEC2API interface {
+// EC2API is the part of the EC2 client the placement check calls.
+type EC2API interface {
 	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
 	DescribeRouteTables(ctx context.Context, in *ec2.DescribeRouteTablesInput, opts ...func(*ec2.Options)) (*ec2.DescribeRouteTablesOutput, error)
 	DescribeAddresses(ctx context.Context, in *ec2.DescribeAddressesInput, opts ...func(*ec2.Options)) (*ec2.DescribeAddressesOutput, error)
 	DescribeNetworkInterfaces(ctx context.Context, in *ec2.DescribeNetworkInterfacesInput, opts ...func(*ec2.Options)) (*ec2.DescribeNetworkInterfacesOutput, error)
 }
 
-// PlacementChecker checks a replica's subnet and Elastic IP against AWS
+// Checker checks a replica's subnet and Elastic IP against AWS
 // before anything is placed with them.
-type PlacementChecker struct {
-	EC2 PlacementEC2API
+type Checker struct {
+	EC2 EC2API
 }
 
 // Check looks at the subnet and, when given, the allocation. What is wrong
 // with them comes back as Problems, each naming the ID; an error means AWS
 // could not be asked, and nothing is known.
-func (c PlacementChecker) Check(ctx context.Context, subnetID, allocationID string) (v1alpha1.AWSPlacementObservation, error) {
+func (c Checker) Check(ctx context.Context, subnetID, allocationID string) (v1alpha1.AWSPlacementObservation, error) {
 	obs := v1alpha1.AWSPlacementObservation{SubnetID: subnetID, AllocationID: allocationID, Checked: true}
 	if subnetID != "" {
 		if err := c.checkSubnet(ctx, &obs); err != nil {
@@ -46,7 +48,7 @@ func (c PlacementChecker) Check(ctx context.Context, subnetID, allocationID stri
 	return obs, nil
 }
 
-func (c PlacementChecker) checkSubnet(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
+func (c Checker) checkSubnet(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
 	out, err := c.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{obs.SubnetID}})
 	if notFound(err) || (err == nil && len(out.Subnets) == 0) {
 		obs.Problems = append(obs.Problems, fmt.Sprintf("subnet %s does not exist in this region", obs.SubnetID))
@@ -72,7 +74,7 @@ func (c PlacementChecker) checkSubnet(ctx context.Context, obs *v1alpha1.AWSPlac
 
 // routesToInternet says whether the subnet's route table (its own, else
 // the VPC's main one) routes to an internet gateway.
-func (c PlacementChecker) routesToInternet(ctx context.Context, subnetID, vpcID string) (bool, error) {
+func (c Checker) routesToInternet(ctx context.Context, subnetID, vpcID string) (bool, error) {
 	out, err := c.EC2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("association.subnet-id"), Values: []string{subnetID}},
 	}})
@@ -100,7 +102,7 @@ func (c PlacementChecker) routesToInternet(ctx context.Context, subnetID, vpcID 
 	return false, nil
 }
 
-func (c PlacementChecker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
+func (c Checker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
 	out, err := c.EC2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{AllocationIds: []string{obs.AllocationID}})
 	if notFound(err) || (err == nil && len(out.Addresses) == 0) {
 		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s does not exist in this region", obs.AllocationID))
@@ -133,7 +135,7 @@ func (c PlacementChecker) checkAllocation(ctx context.Context, obs *v1alpha1.AWS
 
 // loadBalancerInterface says whether a network interface belongs to a
 // network load balancer.
-func (c PlacementChecker) loadBalancerInterface(ctx context.Context, eni string) (bool, error) {
+func (c Checker) loadBalancerInterface(ctx context.Context, eni string) (bool, error) {
 	out, err := c.EC2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{eni}})
 	if notFound(err) {
 		return false, nil

@@ -26,7 +26,7 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	if prev != nil && prev.Checked && len(prev.Problems) == 0 && prev.SubnetID == p.SubnetID && prev.AllocationID == p.AllocationID {
 		return
 	}
-	if e.resolver.Placement == nil {
+	if e.placement == nil {
 		mg.Status.AtProvider.AWS = &v1alpha1.AWSPlacementObservation{SubnetID: p.SubnetID, AllocationID: p.AllocationID,
 			Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"}
 		setPlacementCondition(mg, corev1.ConditionUnknown, v1alpha1.ReasonNotChecked, mg.Status.AtProvider.AWS.Message)
@@ -34,7 +34,7 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.resolver.TimeoutOrDefault())
 	defer cancel()
-	obs, err := e.resolver.Placement.Check(ctx, p.SubnetID, p.AllocationID)
+	obs, err := e.placement.Check(ctx, p.SubnetID, p.AllocationID)
 	if err != nil {
 		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonCheckFailed, fmt.Sprintf("cannot check the placement against AWS (will retry): %v", err))
 		return

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/placement"
 	"github.com/peerrelay/peerrelay/provider/resolve"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
@@ -60,15 +61,15 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
 			return nil, err
 		}
 		r.AWS = aws
-		r.Placement = &resolve.PlacementChecker{EC2: ec2c}
+		e.placement = &placement.Checker{EC2: ec2c}
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}
 	if spec.Tailscale != nil {
 		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)
 		if err != nil {

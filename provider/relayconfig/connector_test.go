@@ -126,7 +126,7 @@ func TestConnect(t *testing.T) {
 			reason: "An empty ClusterProviderConfig resolves with the system DNS, the default timeout, no AWS and no API.",
 			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{})},
 			check: func(t *testing.T, e *external) {
-				if e.resolver.Timeout != v1alpha1.DefaultResolveTimeout*time.Second || e.resolver.AWS != nil || e.resolver.Placement != nil || e.api != nil {
+				if e.resolver.Timeout != v1alpha1.DefaultResolveTimeout*time.Second || e.resolver.AWS != nil || e.placement != nil || e.api != nil {
 					t.Errorf("resolver %+v, api %v", e.resolver, e.api)
 				}
 			},
@@ -180,7 +180,7 @@ func TestConnect(t *testing.T) {
 			objs: []client.Object{pc(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, Region: "eu-west-1",
 				SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "crossplane-system"}}}), awsCreds},
 			check: func(t *testing.T, e *external) {
-				if e.resolver.AWS == nil || e.resolver.Placement == nil {
+				if e.resolver.AWS == nil || e.placement == nil {
 					t.Errorf("resolver %+v", e.resolver)
 				}
 			},

@@ -20,6 +20,8 @@ import (
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
+	"github.com/peerrelay/peerrelay/provider/placement"
 	"github.com/peerrelay/peerrelay/provider/resolve"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
@@ -41,7 +43,8 @@ type external struct {
 	read       client.Reader
 	resolver   *resolve.Resolver
 	controlURL string
-	api        tailnet.API // nil without Tailscale API access
+	api        tailnet.API        // nil without Tailscale API access
+	placement  *placement.Checker // nil without AWS credentials
 
 	// What Observe found for Create or Update to write: the config and its
 	// inputs, and whether the state Secret is missing or a key must be
@@ -73,7 +76,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	case resolveErr != nil:
 		eps = last
 		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonResolveFailed,
-			fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, resolve.Strings(last))))
+			fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, endpoint.Strings(last))))
 	case len(eps) == 0 && len(last) > 0:
 		// The ingress went away (the load balancer is being replaced, say):
 		// keep advertising what was last known rather than nothing.
@@ -89,7 +92,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	// status.atProvider.endpoints is what the config advertises, the last
 	// good list included: the config Secret is restored from it when it is
 	// lost during an outage.
-	if kept := resolve.Strings(eps); !slices.Equal(mg.Status.AtProvider.Endpoints, kept) {
+	if kept := endpoint.Strings(eps); !slices.Equal(mg.Status.AtProvider.Endpoints, kept) {
 		mg.Status.AtProvider.Endpoints = kept
 	}
 
@@ -188,12 +191,12 @@ func lastGood(mg *v1alpha1.RelayConfig, s *corev1.Secret) []netip.AddrPort {
 			return c.RelayServerStaticEndpoints
 		}
 	}
-	eps, _ := resolve.ParseEndpoints(mg.Status.AtProvider.Endpoints)
+	eps, _ := endpoint.Parse("status.atProvider.endpoints", mg.Status.AtProvider.Endpoints)
 	return eps
 }
 
 func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) {
-	eps := resolve.Strings(res.Endpoints)
+	eps := endpoint.Strings(res.Endpoints)
 	at := &mg.Status.AtProvider
 	if !slices.Equal(at.Endpoints, eps) || at.Source != res.Source || at.Hostname != res.Hostname {
 		now := metav1.Now()

@@ -19,14 +19,15 @@ import (
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
 	"github.com/peerrelay/peerrelay/provider/resolve"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
 
 // The unit tier: the external client against controller-runtime's fake
 // client (cluster_test.go), a fake DNS and a fake tailnet API. No binaries;
-// the integration tier (the same package, build tag integration) runs the
-// controller against a real API server.
+// the integration tier (package relayconfig_test, skipped under -short)
+// runs the controller against a real API server.
 
 const ns = "team-a"
 
@@ -346,7 +347,7 @@ func TestObserve(t *testing.T) {
 			if err := json.Unmarshal(e.rendered, &cfg); err != nil {
 				t.Fatalf("rendered config: %v", err)
 			}
-			if diff := cmp.Diff(tc.want.endpoints, resolve.Strings(cfg.RelayServerStaticEndpoints), cmpEmpty); diff != "" {
+			if diff := cmp.Diff(tc.want.endpoints, endpoint.Strings(cfg.RelayServerStaticEndpoints), cmpEmpty); diff != "" {
 				t.Errorf("%s\nadvertised endpoints (-want +got):\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.endpoints, tc.mg.Status.AtProvider.Endpoints, cmpEmpty); diff != "" {

@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
 )
 
 // HostResolver looks up every IPv4 address of a hostname.
@@ -35,7 +35,6 @@ type Resolver struct {
 	AWS     LoadBalancerAddresser
 	Timeout time.Duration
 	// Placement checks subnets and Elastic IPs; nil without AWS credentials.
-	Placement *PlacementChecker
 }
 
 // Result is one resolution.
@@ -56,7 +55,7 @@ var ErrNoAddress = errors.New("the Service has no load balancer address yet")
 // keeps its last good endpoints.
 func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters) (Result, error) {
 	var res Result
-	static, err := ParseEndpoints(p.StaticEndpoints)
+	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
 	if err != nil {
 		return res, err
 	}
@@ -71,7 +70,7 @@ func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.
 	if len(res.Endpoints) == 0 && len(static) > 0 {
 		res.Source = v1alpha1.SourceStatic
 	}
-	res.Endpoints = Normalize(append(res.Endpoints, static...))
+	res.Endpoints = endpoint.Normalize(append(res.Endpoints, static...))
 	return res, nil
 }
 
@@ -173,32 +172,4 @@ func (r *Resolver) TimeoutOrDefault() time.Duration {
 func IsELBHostname(h string) bool {
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
 	return strings.Contains(h, ".elb.") && (strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn"))
-}
-
-// ParseEndpoints parses ip:port strings.
-func ParseEndpoints(eps []string) ([]netip.AddrPort, error) {
-	out := make([]netip.AddrPort, 0, len(eps))
-	for i, ep := range eps {
-		ap, err := netip.ParseAddrPort(ep)
-		if err != nil || ap.Port() == 0 {
-			return nil, fmt.Errorf("spec.forProvider.staticEndpoints[%d]: %q must be ip:port with a non-zero port", i, ep)
-		}
-		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
-	}
-	return out, nil
-}
-
-// Normalize sorts and de-duplicates endpoints.
-func Normalize(eps []netip.AddrPort) []netip.AddrPort {
-	slices.SortFunc(eps, netip.AddrPort.Compare)
-	return slices.Compact(eps)
-}
-
-// Strings formats endpoints as ip:port.
-func Strings(eps []netip.AddrPort) []string {
-	out := make([]string, len(eps))
-	for i, e := range eps {
-		out[i] = e.String()
-	}
-	return out
 }

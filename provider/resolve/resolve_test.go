@@ -11,7 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
+	"github.com/peerrelay/peerrelay/test/harness/cloud"
 )
 
 func svcWith(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
@@ -35,7 +36,7 @@ func (f fixedAWS) PlacedLoadBalancerAddresses(context.Context, string, string) (
 }
 
 func TestResolve(t *testing.T) {
-	d := harness.StartDNS(t)
+	d := cloud.StartDNS(t)
 	const nlb = "k8s-teama-myrelay0-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com"
 	d.Set(nlb, "203.0.113.30", "203.0.113.10", "203.0.113.20")
 	d.Set("relay.example.test", "198.51.100.7")
@@ -127,7 +128,7 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nunexpected error: %v", tc.reason, err)
 			}
-			if diff := cmp.Diff(tc.want.endpoints, Strings(res.Endpoints)); diff != "" {
+			if diff := cmp.Diff(tc.want.endpoints, endpoint.Strings(res.Endpoints)); diff != "" {
 				t.Errorf("%s\nendpoints -want +got:\n%s", tc.reason, diff)
 			}
 			if res.Source != tc.want.source {
@@ -138,23 +139,23 @@ func TestResolve(t *testing.T) {
 }
 
 func TestDNSFaults(t *testing.T) {
-	d := harness.StartDNS(t)
+	d := cloud.StartDNS(t)
 	d.Set("relay.example.test", "198.51.100.7")
 	r := DNSResolver{Server: d.Addr}
 
-	d.SetMode(harness.DNSServFail)
+	d.SetMode(cloud.DNSServFail)
 	if _, err := r.LookupA(context.Background(), "relay.example.test"); err == nil || !strings.Contains(err.Error(), "SERVFAIL") {
 		t.Errorf("SERVFAIL: want an error naming SERVFAIL, got %v", err)
 	}
 
-	d.SetMode(harness.DNSSilent)
+	d.SetMode(cloud.DNSSilent)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if _, err := r.LookupA(ctx, "relay.example.test"); err == nil {
 		t.Error("a silent server: want a timeout error, got none")
 	}
 
-	d.SetMode(harness.DNSAnswer)
+	d.SetMode(cloud.DNSAnswer)
 	got, err := r.LookupA(context.Background(), "relay.example.test")
 	if err != nil || len(got) != 1 || got[0] != netip.MustParseAddr("198.51.100.7") {
 		t.Errorf("after recovery: want 198.51.100.7, got %v, %v", got, err)

@@ -14,7 +14,7 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
 
-	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
 )
 
 // MinCapabilityVersion is the first capability version (tailscale v1.102)
@@ -45,7 +45,7 @@ type Relay struct {
 // own is written explicitly: a reloaded config replaces the relay settings
 // wholesale, and an omitted AcceptDNS means true.
 func Render(r Relay) ([]byte, string, error) {
-	eps := resolve.Normalize(slices.Clone(r.Endpoints))
+	eps := endpoint.Normalize(slices.Clone(r.Endpoints))
 	c := ipn.ConfigVAlpha{
 		Version:                    "alpha0",
 		Locked:                     "false",
