@@ -5,22 +5,14 @@ package kubelet
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"os/exec"
-	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,13 +20,10 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/peerrelay/peerrelay/test/harness"
 )
@@ -151,43 +140,6 @@ func Start(t testing.TB, admin *rest.Config, o Options) *Node {
 		stopProxy()
 	})
 	return n
-}
-
-func url2hostport(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil || u.Port() == "" {
-		return "", fmt.Errorf("API server address %q has no host:port", s)
-	}
-	return u.Host, nil
-}
-
-// proxyTCP forwards every connection to listen on to target (TLS passes
-// through): the kubernetes Service, as kube-proxy would.
-func proxyTCP(t testing.TB, listen, target string) func() {
-	t.Helper()
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = in.Close() }()
-				out, err := net.DialTimeout("tcp", target, 5*time.Second)
-				if err != nil {
-					return
-				}
-				defer func() { _ = out.Close() }()
-				go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite() }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
-	return func() { _ = l.Close() }
 }
 
 // Hold stops the pods match selects and keeps them from running until
@@ -403,90 +355,6 @@ func (n *Node) admit(ctx context.Context, p *corev1.Pod) {
 	go r.supervise(n, p.DeepCopy())
 }
 
-type mount struct {
-	source, target string
-	readOnly       bool
-	volume         string
-	files          bool // written by the node from a Secret, ConfigMap or token
-	mode           os.FileMode
-}
-
-// prepareVolumes materialises every volume the container mounts.
-func (n *Node) prepareVolumes(ctx context.Context, p *corev1.Pod, r *podRun) ([]mount, error) {
-	c := &p.Spec.Containers[0]
-	vols := map[string]corev1.Volume{}
-	for _, v := range p.Spec.Volumes {
-		vols[v.Name] = v
-	}
-	var mounts []mount
-	for _, vm := range c.VolumeMounts {
-		v, ok := vols[vm.Name]
-		if !ok {
-			return nil, fmt.Errorf("volumeMount %s names no volume", vm.Name)
-		}
-		dir := filepath.Join(r.dir, "volumes", v.Name)
-		m := mount{source: dir, target: vm.MountPath, readOnly: vm.ReadOnly, volume: v.Name, mode: 0o644}
-		if v.EmptyDir != nil {
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, err
-			}
-			if err := os.Chmod(dir, 0o777); err != nil {
-				return nil, err
-			}
-		} else {
-			files, err := n.volumeFiles(ctx, p, v)
-			if err != nil {
-				return nil, err
-			}
-			if v.Secret != nil && v.Secret.DefaultMode != nil {
-				m.mode = os.FileMode(*v.Secret.DefaultMode)
-			}
-			if _, err := writeAtomic(dir, files, m.mode); err != nil {
-				return nil, err
-			}
-			m.files = true
-		}
-		if vm.SubPath != "" {
-			return nil, fmt.Errorf("volumeMount %s: subPath is not supported by the test node", vm.Name)
-		}
-		mounts = append(mounts, m)
-	}
-	return mounts, nil
-}
-
-// writeEtc writes the files a kubelet manages in every container: hosts
-// and resolv.conf; and the image's CA bundle with the test's CA added.
-func (n *Node) writeEtc(r *podRun, p *corev1.Pod) error {
-	root := filepath.Join(r.dir, "root")
-	hosts := fmt.Sprintf("127.0.0.1\tlocalhost\n%s\t%s\n%s\tkubernetes.default.svc kubernetes.default kubernetes\n",
-		r.ip, p.Name, harness.KubernetesServiceIP)
-	n.mu.Lock()
-	o := n.o
-	n.mu.Unlock()
-	for _, h := range o.Hosts {
-		hosts += h + "\n"
-	}
-	files := map[string][]byte{
-		"etc/hosts":       []byte(hosts),
-		"etc/resolv.conf": []byte("nameserver " + n.net.Gateway.String() + "\noptions ndots:5\n"),
-	}
-	if r.image == nil {
-		// The played tailscale image: the host's CA bundle stands in for
-		// the image's. A pulled image keeps its own.
-		bundle, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-		files["etc/ssl/certs/ca-certificates.crt"] = append(bundle, o.TrustedCA...)
-	}
-	for f, b := range files {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(root, f), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (n *Node) setWaiting(ctx context.Context, p *corev1.Pod, reason, msg string) {
 	orig := p.DeepCopy()
 	p.Status.Phase = corev1.PodPending
@@ -501,143 +369,6 @@ func (n *Node) setWaiting(ctx context.Context, p *corev1.Pod, reason, msg string
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}},
 	}}
 	_ = n.admin.Status().Patch(ctx, p, client.MergeFrom(orig))
-}
-
-// probe runs a readiness probe (HTTP GET or TCP connect) against the pod's
-// address; a port may be named after one of the container's ports.
-func probe(ip netip.Addr, c *corev1.Container, rp *corev1.Probe) bool {
-	timeout := time.Duration(max(rp.TimeoutSeconds, 1)) * time.Second
-	port := func(p intstr.IntOrString) string {
-		if p.Type == intstr.String {
-			for _, cp := range c.Ports {
-				if cp.Name == p.StrVal {
-					return strconv.Itoa(int(cp.ContainerPort))
-				}
-			}
-			return "0"
-		}
-		return strconv.Itoa(p.IntValue())
-	}
-	switch {
-	case rp.HTTPGet != nil:
-		h := rp.HTTPGet
-		scheme := strings.ToLower(string(h.Scheme))
-		if scheme == "" {
-			scheme = "http"
-		}
-		cl := &http.Client{Timeout: timeout, Transport: &http.Transport{
-			// As the kubelet: an HTTPS probe does not verify the certificate.
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet's own behaviour
-		}}
-		resp, err := cl.Get(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(ip.String(), port(h.Port)), path.Clean("/"+h.Path)))
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode >= 200 && resp.StatusCode < 400
-	case rp.TCPSocket != nil:
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), port(rp.TCPSocket.Port)), timeout)
-		if err != nil {
-			return false
-		}
-		_ = conn.Close()
-		return true
-	}
-	return true // exec and gRPC probes: not used by our pods
-}
-
-// runtimeScript is run in the pod's network namespace by `ip netns exec`,
-// which also gives it a private mount namespace: it binds the pod's root
-// together and switches into it as the container's user.
-func (r *podRun) runtimeScript(bin string, c *corev1.Container, uid, gid int64, readOnlyRoot bool) string {
-	root := filepath.Join(r.dir, "root")
-	var s []string
-	q := func(x string) string { return "'" + strings.ReplaceAll(x, "'", `'\''`) + "'" }
-	mkdir := func(p string) { s = append(s, "mkdir -p "+q(filepath.Join(root, p))) }
-	bind := func(src, dst string, ro bool) {
-		s = append(s, fmt.Sprintf("mount --rbind %s %s", q(src), q(filepath.Join(root, dst))))
-		if ro {
-			s = append(s, fmt.Sprintf("mount -o remount,bind,ro %s", q(filepath.Join(root, dst))))
-		}
-	}
-	s = append(s, "set -e")
-	for _, d := range []string{"dev", "proc", "tmp"} {
-		mkdir(d)
-	}
-	if r.image == nil {
-		mkdir("usr/local/bin")
-	}
-	for _, m := range r.mounts {
-		mkdir(m.target)
-	}
-	s = append(s, fmt.Sprintf("mount --bind %s %s", q(root), q(root)))
-	if r.image == nil {
-		bind(bin, "usr/local/bin", true)
-	}
-	bind("/dev", "dev", false)
-	bind("/proc", "proc", false)
-	for _, m := range r.mounts {
-		bind(m.source, m.target, m.readOnly)
-	}
-	if readOnlyRoot {
-		s = append(s, fmt.Sprintf("mount -o remount,bind,ro %s", q(root)))
-	}
-	argv := r.argv(c)
-	for i := range argv {
-		argv[i] = q(argv[i])
-	}
-	s = append(s, fmt.Sprintf("cd / && exec chroot --userspec=%d:%d %s %s", uid, gid, q(root), strings.Join(argv, " ")))
-	return strings.Join(s, "\n")
-}
-
-// argv is what the container runs, as a kubelet combines the container's
-// command and args with the image's entrypoint and cmd.
-func (r *podRun) argv(c *corev1.Container) []string {
-	entrypoint, cmd := []string{"/usr/local/bin/containerboot"}, []string(nil)
-	if r.image != nil {
-		entrypoint, cmd = r.image.Entrypoint, r.image.Cmd
-	}
-	switch {
-	case len(c.Command) > 0:
-		return append(append([]string{}, c.Command...), c.Args...)
-	case len(c.Args) > 0:
-		return append(append([]string{}, entrypoint...), c.Args...)
-	default:
-		return append(append([]string{}, entrypoint...), cmd...)
-	}
-}
-
-// identity is the user and group the container runs as: the image's,
-// unless the pod or container says otherwise.
-func identity(p *corev1.Pod, c *corev1.Container, image *v1.Config) (uid, gid int64, readOnlyRoot bool) {
-	uid, gid = imageUser(image)
-	if ps := p.Spec.SecurityContext; ps != nil {
-		uid, gid = ptr.Deref(ps.RunAsUser, uid), ptr.Deref(ps.RunAsGroup, gid)
-	}
-	if cs := c.SecurityContext; cs != nil {
-		uid = ptr.Deref(cs.RunAsUser, uid)
-		gid = ptr.Deref(cs.RunAsGroup, gid)
-		readOnlyRoot = ptr.Deref(cs.ReadOnlyRootFilesystem, false)
-	}
-	return uid, gid, readOnlyRoot
-}
-
-// startContainer starts the container's processes in the pod's sandbox.
-func (r *podRun) startContainer(n *Node, p *corev1.Pod) (*exec.Cmd, error) {
-	c := &p.Spec.Containers[0]
-	env, err := n.containerEnv(context.Background(), p, c, r.image)
-	if err != nil {
-		return nil, err
-	}
-	uid, gid, ro := identity(p, c, r.image)
-	cmd := exec.Command("ip", "netns", "exec", r.netns, "/bin/sh", "-c", r.runtimeScript(n.bin, c, uid, gid, ro))
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = r.log, r.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return cmd, nil
 }
 
 // ServicesIP is an address on the host that every pod reaches: where the
