@@ -1,6 +1,8 @@
 package fn
 
 import (
+	"encoding/json"
+	"errors"
 	"maps"
 	"path"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -31,8 +34,8 @@ const (
 	relayUID = 1000
 )
 
-// defaultSecurityContext is what the relay container runs with unless the
-// PeerRelay sets spec.pod.securityContext.
+// defaultSecurityContext is what the relay container runs with where the
+// PeerRelay (spec.pod.securityContext) or its ProxyClass sets nothing.
 func defaultSecurityContext() *corev1.SecurityContext {
 	uid := int64(relayUID)
 	return &corev1.SecurityContext{
@@ -44,6 +47,25 @@ func defaultSecurityContext() *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// securityContext merges set over the defaults field by field, as a
+// strategic merge patch does: a ProxyClass that sets only runAsUser keeps
+// drop ALL, RuntimeDefault seccomp and no privilege escalation; a field set
+// (false included) wins.
+func securityContext(set *corev1.SecurityContext) *corev1.SecurityContext {
+	base := defaultSecurityContext()
+	if set == nil {
+		return base
+	}
+	b, err1 := json.Marshal(base)
+	p, err2 := json.Marshal(set)
+	merged, err3 := strategicpatch.StrategicMergePatch(b, p, corev1.SecurityContext{})
+	out := &corev1.SecurityContext{}
+	if err := errors.Join(err1, err2, err3, json.Unmarshal(merged, out)); err != nil {
+		return set // cannot happen for these types; the user's as it is
+	}
+	return out
 }
 
 func meta(r *relay, name string, labels map[string]string) metav1.ObjectMeta {
@@ -223,9 +245,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	if pod.Resources != nil {
 		spec.Containers[0].Resources = *pod.Resources
 	}
-	if pod.SecurityContext != nil {
-		spec.Containers[0].SecurityContext = pod.SecurityContext
-	}
+	spec.Containers[0].SecurityContext = securityContext(pod.SecurityContext)
 	// The rest of what the Tailscale operator applies from a ProxyClass.
 	spec.NodeName, spec.DNSPolicy, spec.DNSConfig = pod.NodeName, pod.DNSPolicy, pod.DNSConfig
 	spec.Containers[0].ImagePullPolicy = pod.ImagePullPolicy

@@ -271,3 +271,47 @@ func TestReplicaStatefulSet(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurityContext: a PeerRelay's or ProxyClass's securityContext is
+// merged over the restricted defaults field by field, never in their place.
+func TestSecurityContext(t *testing.T) {
+	with := func(f func(*corev1.SecurityContext)) *corev1.SecurityContext {
+		sc := defaultSecurityContext()
+		f(sc)
+		return sc
+	}
+	cases := map[string]struct {
+		reason string
+		set    *corev1.SecurityContext
+		want   *corev1.SecurityContext
+	}{
+		"Unset": {
+			reason: "Nothing set: the restricted defaults.",
+			want:   defaultSecurityContext(),
+		},
+		"OnlyRunAsUser": {
+			reason: "A ProxyClass setting only runAsUser keeps drop ALL, RuntimeDefault seccomp, no escalation and the read-only root.",
+			set:    &corev1.SecurityContext{RunAsUser: ptr.To[int64](2000)},
+			want:   with(func(sc *corev1.SecurityContext) { sc.RunAsUser = ptr.To[int64](2000) }),
+		},
+		"FalseWins": {
+			reason: "A field set to false is set: a writable root when asked for.",
+			set:    &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(false)},
+			want:   with(func(sc *corev1.SecurityContext) { sc.ReadOnlyRootFilesystem = ptr.To(false) }),
+		},
+		"AddCapability": {
+			reason: "Adding a capability keeps the others dropped.",
+			set:    &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}},
+			want: with(func(sc *corev1.SecurityContext) {
+				sc.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}}
+			}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, securityContext(tc.set)); diff != "" {
+				t.Errorf("%s\nsecurityContext (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -111,7 +111,9 @@ func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.
 }
 
 // stateSecret returns the replica's state Secret, or nil when it is
-// missing (or the RelayConfig names none).
+// missing (or the RelayConfig names none). One the RelayConfig does not
+// control (another replica's, or a tenant's) is an error: its device ID is
+// not this replica's.
 func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
 	name := mg.Spec.ForProvider.StateSecretName
 	if name == "" {
@@ -124,6 +126,9 @@ func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
+	}
+	if !metav1.IsControlledBy(s, mg) {
+		return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
 	}
 	return s, nil
 }
@@ -157,8 +162,18 @@ func loggedIn(state *corev1.Secret) string {
 // composed resource is a watch event on the PeerRelay.
 func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.StateSecretName, Namespace: mg.GetNamespace()}}
-	_ = ownSecret(s, mg) // new: nobody else controls it
-	if err := e.kube.Create(ctx, s); err != nil && !kerrors.IsAlreadyExists(err) {
+	_ = ownSecret(s, mg, "") // new: nobody else controls it
+	err := e.kube.Create(ctx, s)
+	if kerrors.IsAlreadyExists(err) {
+		// Ours, not in the cache yet; or someone else's, which the cache
+		// (our Secrets only) does not hold: the pod must not log in with
+		// another's state.
+		err = e.read.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, s)
+		if err == nil && !metav1.IsControlledBy(s, mg) {
+			return errForeignSecret(s.Name, "spec.forProvider.stateSecretName")
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("cannot create state Secret %s: %w", s.Name, err)
 	}
 	return nil
@@ -214,7 +229,7 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
 		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id}
 		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
-		return ownSecret(s, mg)
+		return ownSecret(s, mg, "metadata.name (the minted key's Secret is <name>"+v1alpha1.MintedAuthKeySuffix+")")
 	}); err != nil {
 		return "", fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
 	}

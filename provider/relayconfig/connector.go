@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -34,6 +35,8 @@ type connector struct {
 	usage *resource.ProviderConfigUsageTracker
 	// newAPI builds the Tailscale API client; nil means tailnet.New.
 	newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)
+	// record records events on the RelayConfig; nil records none.
+	record event.Recorder
 }
 
 // Connect returns an external client for one reconcile.
@@ -61,7 +64,10 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.record}
+	if e.record == nil {
+		e.record = event.NewNopRecorder()
+	}
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {

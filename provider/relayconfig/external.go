@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -45,6 +46,7 @@ type external struct {
 	controlURL string
 	api        tailnet.API        // nil without Tailscale API access
 	placement  *placement.Checker // nil without AWS credentials
+	record     event.Recorder
 
 	// What Observe found for Create or Update to write: the config and its
 	// inputs, and whether the state Secret is missing or a key must be
@@ -120,7 +122,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 
 	s := current
 	if s != nil && !metav1.IsControlledBy(s, mg) {
-		return managed.ExternalObservation{}, fmt.Errorf("config Secret %s exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName or delete it", p.ConfigSecretName)
+		return managed.ExternalObservation{}, errForeignSecret(p.ConfigSecretName, "spec.forProvider.configSecretName")
 	}
 	if s == nil || e.stateMissing || e.mintKey {
 		// A missing Secret is written by Update (doc.go, deviation 1),
@@ -244,20 +246,26 @@ func (e *external) writeConfig(ctx context.Context, mg *v1alpha1.RelayConfig) er
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace()}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
 		s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
-		return ownSecret(s, mg)
+		return ownSecret(s, mg, "spec.forProvider.configSecretName")
 	}); err != nil {
 		return fmt.Errorf("cannot write config Secret %s: %w", s.Name, err)
 	}
 	return nil
 }
 
+// errForeignSecret is the error for a Secret named by field that exists
+// and is not the RelayConfig's: it is never used nor taken over.
+func errForeignSecret(name, field string) error {
+	return fmt.Errorf("the Secret %s exists and is not controlled by this RelayConfig: choose another %s or delete it", name, field)
+}
+
 // ownSecret labels s as the provider's, for the manager's cache, and makes
 // the RelayConfig its controller, so it lives exactly as long as the
 // replica. A Secret that already exists must be the RelayConfig's: one
-// written by anyone else is never taken over.
-func ownSecret(s *corev1.Secret, mg *v1alpha1.RelayConfig) error {
+// written by anyone else is never taken over (field names its name).
+func ownSecret(s *corev1.Secret, mg *v1alpha1.RelayConfig, field string) error {
 	if s.ResourceVersion != "" && !metav1.IsControlledBy(s, mg) {
-		return fmt.Errorf("the Secret %s exists and is not controlled by RelayConfig %s", s.Name, mg.GetName())
+		return errForeignSecret(s.Name, field)
 	}
 	meta.AddLabels(s, map[string]string{LabelManagedBy: ManagedBy, labelRelay: mg.GetName()})
 	s.Type = corev1.SecretTypeOpaque
@@ -277,9 +285,10 @@ func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
 	mg.SetConditions(c)
 }
 
-// Delete removes the replica's tailnet device (with Tailscale API access),
-// then its config Secret. An API error keeps the finalizer: the reconciler
-// retries with backoff and says why in Synced.
+// Delete removes the replica's tailnet device (with Tailscale API access,
+// once the tailnet confirms it is the replica's: device.go), then its
+// config Secret if it is the RelayConfig's. An API error keeps the
+// finalizer: the reconciler retries with backoff and says why in Synced.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalDelete, error) {
 	if e.api != nil {
 		state, err := e.stateSecret(ctx, mg)
@@ -287,13 +296,16 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (manage
 			return managed.ExternalDelete{}, err
 		}
 		if id := deviceID(mg, state); id != "" {
-			if err := e.api.DeleteDevice(ctx, id); err != nil {
+			if err := e.deleteDevice(ctx, mg, id); err != nil {
 				return managed.ExternalDelete{}, err
 			}
 		}
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}}
-	if err := e.kube.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+	s, err := e.configSecret(ctx, mg)
+	if err != nil || s == nil || !metav1.IsControlledBy(s, mg) {
+		return managed.ExternalDelete{}, err // someone else's Secret stays
+	}
+	if err := e.kube.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
 		return managed.ExternalDelete{}, fmt.Errorf("cannot delete config Secret %s: %w", s.Name, err)
 	}
 	return managed.ExternalDelete{}, nil

@@ -10,17 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/endpoint"
 	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
 
@@ -45,9 +48,24 @@ func (d fakeDNS) LookupA(_ context.Context, host string) ([]netip.Addr, error) {
 // fakeAPI is the Tailscale API in memory.
 type fakeAPI struct {
 	minted  int
+	devices map[string]*tailnet.Device // what Device answers
 	deleted []string
 	err     error
 }
+
+func (f *fakeAPI) Device(_ context.Context, id string) (*tailnet.Device, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.devices[id], nil
+}
+
+// events records the events the provider records.
+type events []event.Event
+
+func (e *events) Event(_ runtime.Object, ev event.Event) { *e = append(*e, ev) }
+
+func (e *events) WithAnnotations(...string) event.Recorder { return e }
 
 func (f *fakeAPI) CreateAuthKey(_ context.Context, _ []string, _ string) (string, string, time.Time, error) {
 	if f.err != nil {
@@ -306,6 +324,13 @@ func TestObserve(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"other": []byte("tskey-auth-INLINE")}}},
 			want: want{err: "spec.forProvider.authKeySecretRef.key"},
 		},
+		"StateSecretNotOurs": {
+			reason: "A device ID in a state Secret the RelayConfig does not control (a tenant wrote it, or it is another replica's) is not recorded.",
+			mg:     relayConfig(),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}),
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
+			want: want{err: "spec.forProvider.stateSecretName", endpoints: []string{"203.0.113.5:41641"}, resolved: v1alpha1.ReasonResolved},
+		},
 		"Deleting": {
 			reason: "A RelayConfig being deleted whose config Secret is gone has nothing left to delete.",
 			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
@@ -409,6 +434,7 @@ func TestWrites(t *testing.T) {
 		wantErr      string
 		wantWrites   []string
 		wantDeleted  []string
+		wantEvent    string // a substring of the one Warning event; "" for none
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -431,7 +457,22 @@ func TestWrites(t *testing.T) {
 			reason:  "A config Secret someone else wrote is never taken over, even if Observe's check were skipped.",
 			objs:    []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
 			call:    update,
-			wantErr: "not controlled by RelayConfig r-0",
+			wantErr: "the Secret r-0-config exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName",
+		},
+		"MintRefusesForeign": {
+			reason:  "A Secret under the minted key's name that the RelayConfig does not control is not overwritten with a key.",
+			objs:    []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}}}},
+			mintKey: true,
+			api:     &fakeAPI{},
+			call:    update,
+			wantErr: "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
+		},
+		"StateSecretForeign": {
+			reason:       "A state Secret under the name the RelayConfig gives that is another's (a tenant's, another replica's) is not used: the pod must not log in with another's state.",
+			objs:         []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
+			stateMissing: true,
+			call:         update,
+			wantErr:      "the Secret r-0 exists and is not controlled by this RelayConfig: choose another spec.forProvider.stateSecretName",
 		},
 		"UpdateMints": {
 			reason:     "Update mints the key Observe found missing, then writes a config naming its file.",
@@ -464,13 +505,30 @@ func TestWrites(t *testing.T) {
 			wantErr: "cannot write config Secret r-0-config: forbidden",
 		},
 		"DeleteWithAPI": {
-			reason:      "Delete removes the recorded device through the API, then the config Secret.",
+			reason:      "Delete removes the recorded device through the API once the tailnet says it is the replica's, then the config Secret.",
 			objs:        []client.Object{config},
-			api:         &fakeAPI{},
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}}},
 			deviceID:    "dev-1",
 			call:        del,
 			wantWrites:  []string{"delete Secret/r-0-config"},
 			wantDeleted: []string{"dev-1"},
+		},
+		"DeleteNotTheReplicasDevice": {
+			reason:     "A device ID a tenant wrote into the state Secret (a colleague's laptop) is not deleted: the tailnet says its hostname is another's. A Warning names it, and the replica goes.",
+			objs:       []client.Object{config},
+			api:        &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "alice-laptop"}}},
+			deviceID:   "dev-9",
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
+			wantEvent:  `device dev-9 recorded in state Secret r-0 was not deleted: its hostname is "alice-laptop", not this replica's "r-0"`,
+		},
+		"DeleteDeviceGone": {
+			reason:     "A device the tailnet no longer has is not deleted again.",
+			objs:       []client.Object{config},
+			api:        &fakeAPI{},
+			deviceID:   "dev-1",
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
 		},
 		"DeleteAPIFails": {
 			reason:   "An API error keeps everything, so the finalizer stays and Delete is retried.",
@@ -487,6 +545,11 @@ func TestWrites(t *testing.T) {
 			call:       del,
 			wantWrites: []string{"delete Secret/r-0-config"},
 		},
+		"DeleteLeavesForeignSecret": {
+			reason: "A Secret under the config Secret's name that the RelayConfig does not control is left alone.",
+			objs:   []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
+			call:   del,
+		},
 		"DeleteGone": {
 			reason: "A config Secret already gone is no error.",
 			call:   del,
@@ -499,7 +562,8 @@ func TestWrites(t *testing.T) {
 				c.fail[k] = v
 			}
 			kube := c
-			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey}
+			var recorded events
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded}
 			if tc.api != nil {
 				e.api = tc.api
 			}
@@ -514,6 +578,12 @@ func TestWrites(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantWrites, c.writes, cmpEmpty); diff != "" {
 				t.Errorf("%s\nwrites (-want +got):\n%s", tc.reason, diff)
+			}
+			switch {
+			case tc.wantEvent == "" && len(recorded) > 0:
+				t.Errorf("%s\nevents %v, want none", tc.reason, recorded)
+			case tc.wantEvent != "" && (len(recorded) != 1 || recorded[0].Type != event.TypeWarning || !strings.Contains(recorded[0].Message, tc.wantEvent)):
+				t.Errorf("%s\nevents %v, want one Warning containing %q", tc.reason, recorded, tc.wantEvent)
 			}
 			if tc.api != nil {
 				if diff := cmp.Diff(tc.wantDeleted, tc.api.deleted, cmpEmpty); diff != "" {

@@ -88,7 +88,7 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	}
 	state.Data = map[string][]byte{"device_id": []byte("n123")}
 	must(t, e.c.Update(ctx, state))
-	api.AddDevice("n123")
+	api.AddDevice("n123", tailnettest.Device{Hostname: "relay-0", Tags: []string{"tag:relay"}, Created: time.Now()})
 	e.waitFor(t, "relay-0", "the device ID recorded", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.DeviceID == "n123" })
 	e.config(t, "relay-0-config", "a config without a key once the device exists", func(c ipn.ConfigVAlpha) bool { return c.AuthKey == nil })
 

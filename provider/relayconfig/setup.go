@@ -32,14 +32,16 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, serviceIndex, serviceRefName); err != nil {
 		return err
 	}
+	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 	c := &connector{
-		kube:  mgr.GetClient(),
-		read:  mgr.GetAPIReader(),
-		usage: resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		kube:   mgr.GetClient(),
+		read:   mgr.GetAPIReader(),
+		usage:  resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		record: record,
 	}
 	opts := append(reconcilerOptions(c, mgr.GetClient()),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
+		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 	)
 	if m := o.MetricOptions; m != nil {

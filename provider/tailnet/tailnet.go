@@ -1,6 +1,6 @@
 // Package tailnet calls the Tailscale API: it mints single-use,
-// pre-authorised, tagged auth keys for relay replicas and removes a
-// replica's device when the replica goes away.
+// pre-authorised, tagged auth keys for relay replicas, and looks up and
+// removes a replica's device when the replica goes away.
 package tailnet
 
 import (
@@ -28,8 +28,18 @@ const KeyExpiry = 24 * time.Hour
 type API interface {
 	// CreateAuthKey mints a single-use, pre-authorised, non-ephemeral key.
 	CreateAuthKey(ctx context.Context, tags []string, description string) (id, key string, expires time.Time, err error)
+	// Device returns what the tailnet says of a device; nil when it is
+	// gone.
+	Device(ctx context.Context, id string) (*Device, error)
 	// DeleteDevice removes a device; one already gone is success.
 	DeleteDevice(ctx context.Context, id string) error
+}
+
+// Device is what the provider checks of a device before deleting it.
+type Device struct {
+	ID, Hostname string
+	Tags         []string
+	Created      time.Time
 }
 
 // Client is the API over tailscale.com/client/tailscale/v2 with an OAuth
@@ -71,6 +81,18 @@ func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description s
 		return "", "", time.Time{}, fmt.Errorf("cannot create an auth key: %w", err)
 	}
 	return k.ID, k.Key, k.Expires, nil
+}
+
+// Device returns the device, or nil when the tailnet has none by that ID.
+func (c *Client) Device(ctx context.Context, id string) (*Device, error) {
+	d, err := c.c.Devices().Get(ctx, id)
+	if tsapi.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get tailnet device %s: %w", id, err)
+	}
+	return &Device{ID: id, Hostname: d.Hostname, Tags: d.Tags, Created: d.Created.Time}, nil
 }
 
 // DeleteDevice removes the device; a device already gone is success.

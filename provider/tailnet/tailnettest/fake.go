@@ -15,7 +15,8 @@ import (
 )
 
 // FakeAPI is a contract fake of the Tailscale API: it implements exactly the
-// calls the provider makes (OAuth token, create key, delete device) and
+// calls the provider makes (OAuth token, create key, get and delete a
+// device) and
 // records every request so tests assert method, path, body and auth. The
 // real API cannot be reached from here.
 type FakeAPI struct {
@@ -23,9 +24,16 @@ type FakeAPI struct {
 
 	mu       sync.Mutex
 	Calls    []Call
-	Devices  map[string]bool // existing device IDs
-	FailNext int             // answer the next N device deletions with 500
+	Devices  map[string]Device // existing devices by ID
+	FailNext int               // answer the next N device deletions with 500
 	keys     int
+}
+
+// Device is what the fake knows of a device.
+type Device struct {
+	Hostname string
+	Tags     []string
+	Created  time.Time
 }
 
 // Call is one recorded request.
@@ -36,7 +44,7 @@ type Call struct {
 
 // StartFakeAPI starts the fake; the OAuth client is id/secret.
 func StartFakeAPI(t testing.TB) *FakeAPI {
-	f := &FakeAPI{Devices: map[string]bool{}}
+	f := &FakeAPI{Devices: map[string]Device{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -45,7 +53,7 @@ func StartFakeAPI(t testing.TB) *FakeAPI {
 // StartFakeAPITLS starts the fake over HTTPS only, on l with tlsConfig's
 // certificate: the API as a pod reaches it, verified against a CA.
 func StartFakeAPITLS(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeAPI {
-	f := &FakeAPI{Devices: map[string]bool{}}
+	f := &FakeAPI{Devices: map[string]Device{}}
 	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	_ = f.Listener.Close()
 	f.Listener = l
@@ -86,6 +94,18 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			"id": id, "key": "tskey-auth-" + id + "-CONTRACTSECRET",
 			"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v2/device/"):
+		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
+		d, ok := f.Devices[id]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"not found"}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "nodeId": "node-" + id, "hostname": d.Hostname, "name": d.Hostname + ".tail0000.ts.net",
+			"tags": d.Tags, "created": d.Created.UTC().Format(time.RFC3339),
+		})
 	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/v2/device/"):
 		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
 		if f.FailNext > 0 {
@@ -94,7 +114,7 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"message":"internal error"}`))
 			return
 		}
-		if !f.Devices[id] {
+		if _, ok := f.Devices[id]; !ok {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"message":"not found"}`))
 			return
@@ -117,14 +137,15 @@ func (f *FakeAPI) SetFailNext(n int) {
 func (f *FakeAPI) HasDevice(id string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.Devices[id]
+	_, ok := f.Devices[id]
+	return ok
 }
 
 // AddDevice makes a device exist.
-func (f *FakeAPI) AddDevice(id string) {
+func (f *FakeAPI) AddDevice(id string, d Device) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.Devices[id] = true
+	f.Devices[id] = d
 }
 
 // Recorded returns the calls so far.

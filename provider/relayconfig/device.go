@@ -1,0 +1,64 @@
+package relayconfig
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
+)
+
+// reasonDeviceNotDeleted is the Warning event of a recorded device that
+// the tailnet says is not this replica's.
+const reasonDeviceNotDeleted event.Reason = "DeviceNotDeleted"
+
+// clockSkew is how much earlier than the RelayConfig a device may say it
+// was created: the tailnet's clock and the API server's differ.
+const clockSkew = 5 * time.Minute
+
+// deleteDevice removes the replica's device id from the tailnet, once the
+// tailnet confirms it is this replica's. The ID comes from the state
+// Secret, in a namespace whose users can write it: a device ID written
+// there must not make the provider delete a device of someone else's. A
+// device that is not the replica's is left alone, with a Warning event, and
+// the replica goes without it.
+func (e *external) deleteDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) error {
+	d, err := e.api.Device(ctx, id)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		return nil // already gone
+	}
+	if err := replicaDevice(mg, d); err != nil {
+		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s recorded in state Secret %s was not deleted: %w", id, mg.Spec.ForProvider.StateSecretName, err)))
+		return nil
+	}
+	return e.api.DeleteDevice(ctx, id)
+}
+
+// replicaDevice says why d is not the replica's device, or nil when it is:
+// it has the replica's hostname, it was created after the RelayConfig, and
+// when the provider mints the replica's keys it carries exactly their tags.
+func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device) error {
+	p := mg.Spec.ForProvider
+	if d.Hostname != p.Hostname {
+		return fmt.Errorf("its hostname is %q, not this replica's %q", d.Hostname, p.Hostname)
+	}
+	if created := mg.GetCreationTimestamp().Time; d.Created.Before(created.Add(-clockSkew)) {
+		return fmt.Errorf("it was created at %s, before this RelayConfig (%s)", d.Created.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+	}
+	if p.AuthKeySecretRef == nil && !sameTags(d.Tags, p.Tags) {
+		return fmt.Errorf("its tags %v are not those of the keys minted for this replica %v", d.Tags, p.Tags)
+	}
+	return nil
+}
+
+func sameTags(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
