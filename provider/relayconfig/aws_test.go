@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,9 @@ func TestAWSResolutionAndOutage(t *testing.T) {
 		if c := rc.GetCondition("EndpointsResolved"); c.Reason != "ResolveFailed" {
 			t.Errorf("%s: EndpointsResolved: want ResolveFailed, got %+v", fault.name, c)
 		}
+		if fault.name == "5xx" {
+			quietDuringOutage(t, e, faults, rc)
+		}
 		e.config(t, "relay-0-config", "the last good endpoints during "+fault.name, endpointsAre("198.51.100.20:41641", "198.51.100.21:41641"))
 		if fault.name == "outage" {
 			break
@@ -93,4 +97,26 @@ func touch(t *testing.T, e *env, name, value string) {
 	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, svc))
 	svc.Annotations = map[string]string{"touched": value}
 	must(t, e.c.Update(context.Background(), svc))
+}
+
+// quietDuringOutage: while AWS keeps failing, each failure says the same
+// (no request ID: every answer carries a new one), so the RelayConfig is
+// not written again and its retries follow the reconciler's backoff
+// instead of a requeue per status write.
+func quietDuringOutage(t *testing.T, e *env, faults *cloud.FaultProxy, failed *v1alpha1.RelayConfig) {
+	t.Helper()
+	before := faults.Failed()
+	time.Sleep(15 * time.Second)
+	rc := e.get(t, "relay-0")
+	n := faults.Failed() - before
+	t.Logf("requests that met the fault in 15 s of outage: %d", n)
+	if n == 0 || n > 40 {
+		t.Errorf("%d requests met the fault in 15 s: want some (the provider retries) and at most 40 (it backs off)", n)
+	}
+	if rc.ResourceVersion != failed.ResourceVersion {
+		t.Errorf("the RelayConfig was written during the outage: Synced %q, then %q", failed.GetCondition(xpv2.TypeSynced).Message, rc.GetCondition(xpv2.TypeSynced).Message)
+	}
+	if strings.Contains(rc.GetCondition(xpv2.TypeSynced).Message, "fault-") {
+		t.Errorf("Synced carries a request ID: %q", rc.GetCondition(xpv2.TypeSynced).Message)
+	}
 }

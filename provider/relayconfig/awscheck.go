@@ -36,7 +36,7 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	defer cancel()
 	obs, err := e.placement.Check(ctx, p.SubnetID, p.AllocationID)
 	if err != nil {
-		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonCheckFailed, fmt.Sprintf("cannot check the placement against AWS (will retry): %v", err))
+		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonCheckFailed, "cannot check the placement against AWS (will retry): "+stableMessage(err))
 		return
 	}
 	mg.Status.AtProvider.AWS = &obs

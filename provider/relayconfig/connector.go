@@ -40,7 +40,8 @@ type connector struct {
 }
 
 // Connect returns an external client for one reconcile.
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.TypedExternalClient[*v1alpha1.RelayConfig], error) {
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.TypedExternalClient[*v1alpha1.RelayConfig], err error) {
+	defer func() { err = stable(err) }()
 	// A RelayConfig being deleted is not tracked: in a terminating
 	// namespace the API server refuses to create its ProviderConfigUsage
 	// again, and Connect failing would keep the finalizer for ever.
@@ -89,7 +90,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 // providerConfigCondition says whether the provider config could be read.
 func providerConfigCondition(err error) xpv2.Condition {
 	if err != nil {
-		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonProviderConfigUnreadable, err.Error())
+		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonProviderConfigUnreadable, stableMessage(err))
 	}
 	return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionTrue, v1alpha1.ReasonProviderConfigUsable, "")
 }

@@ -60,7 +60,8 @@ type external struct {
 // Observe resolves the endpoints and compares the config Secret with what
 // they render to. A failed lookup keeps the last good endpoints: the config
 // is never rewritten with fewer addresses because of an error.
-func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalObservation, error) {
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.ExternalObservation, err error) {
+	defer func() { err = stable(err) }()
 	p := mg.Spec.ForProvider
 	svc, err := e.service(ctx, mg)
 	if err != nil {
@@ -78,7 +79,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (manag
 	case resolveErr != nil:
 		eps = last
 		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonResolveFailed,
-			fmt.Sprintf("%v; still advertising the last good endpoints %v", resolveErr, endpoint.Strings(last))))
+			fmt.Sprintf("%s; still advertising the last good endpoints %v", stableMessage(resolveErr), endpoint.Strings(last))))
 	case len(eps) == 0 && len(last) > 0:
 		// The ingress went away (the load balancer is being replaced, say):
 		// keep advertising what was last known rather than nothing.
@@ -228,13 +229,13 @@ func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*core
 // to update (see doc.go), so the reconciler calls Update instead; Create
 // stays for the interface and does the same.
 func (e *external) Create(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalCreation, error) {
-	return managed.ExternalCreation{}, e.writeConfig(ctx, mg)
+	return managed.ExternalCreation{}, stable(e.writeConfig(ctx, mg))
 }
 
 // Update writes the config Secret, or rewrites its data; containerboot
 // reloads the file.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalUpdate, error) {
-	return managed.ExternalUpdate{}, e.writeConfig(ctx, mg)
+	return managed.ExternalUpdate{}, stable(e.writeConfig(ctx, mg))
 }
 
 // writeConfig makes what the config refers to, then creates or updates the
@@ -289,7 +290,8 @@ func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
 // once the tailnet confirms it is the replica's: device.go), then its
 // config Secret if it is the RelayConfig's. An API error keeps the
 // finalizer: the reconciler retries with backoff and says why in Synced.
-func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.ExternalDelete, error) {
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.ExternalDelete, err error) {
+	defer func() { err = stable(err) }()
 	if e.api != nil {
 		state, err := e.stateSecret(ctx, mg)
 		if err != nil {

@@ -4,6 +4,7 @@ package tailnettest
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -110,8 +111,10 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
 		if f.FailNext > 0 {
 			f.FailNext--
+			// A request ID of its own every time, as the real API's
+			// errors carry: what a condition message must not.
 			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"message":"internal error"}`))
+			_, _ = fmt.Fprintf(w, `{"message":"internal error, request id: %d-%d"}`, time.Now().UnixNano(), len(f.Calls))
 			return
 		}
 		if _, ok := f.Devices[id]; !ok {

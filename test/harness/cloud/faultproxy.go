@@ -1,17 +1,19 @@
 package cloud
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FaultProxy stands in front of a real server (moto) and, while told to,
 // answers every request with an AWS-style error instead: 503 throttling or
-// 500. It injects faults moto cannot produce by itself; the answers it does
+// 500, each with a request ID of its own. It injects faults moto cannot produce by itself; the answers it does
 // pass through are moto's own.
 type FaultProxy struct {
 	URL string
@@ -36,6 +38,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 		if status != 0 {
 			p.failed++
 		}
+		id := fmt.Sprintf("fault-%d-%d", time.Now().UnixNano(), p.failed)
 		p.mu.Unlock()
 		if status == 0 {
 			rp.ServeHTTP(w, r)
@@ -45,9 +48,12 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 		if status == http.StatusServiceUnavailable {
 			code = "Throttling"
 		}
+		// A new request ID every time, as AWS gives: what a condition
+		// message must not carry.
 		w.Header().Set("Content-Type", "text/xml")
+		w.Header().Set("X-Amzn-Requestid", id)
 		w.WriteHeader(status)
-		_, _ = w.Write([]byte(`<ErrorResponse><Error><Type>Receiver</Type><Code>` + code + `</Code><Message>injected by the test</Message></Error><RequestId>fault</RequestId></ErrorResponse>`))
+		_, _ = w.Write([]byte(`<ErrorResponse><Error><Type>Receiver</Type><Code>` + code + `</Code><Message>injected by the test</Message></Error><RequestId>` + id + `</RequestId></ErrorResponse>`))
 	}))
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
