@@ -55,6 +55,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 		// Kept with Synced=False by the status write that reports this
 		// error: the function tells an unusable tailnet by this condition.
 		mg.SetConditions(providerConfigCondition(err))
+		if e := c.givenUp(mg, err); e != nil {
+			return e, nil
+		}
 		return nil, err
 	}
 	mg.SetConditions(providerConfigCondition(nil))
@@ -65,13 +68,13 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.record}
-	if e.record == nil {
-		e.record = event.NewNopRecorder()
-	}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder()}
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
+			if e := c.givenUp(mg, err); e != nil {
+				return e, nil
+			}
 			return nil, err
 		}
 		r.AWS = aws
@@ -80,11 +83,42 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 	if spec.Tailscale != nil {
 		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)
 		if err != nil {
+			if e := c.givenUp(mg, err); e != nil {
+				return e, nil
+			}
 			return nil, err
 		}
 		e.api = api
 	}
 	return e, nil
+}
+
+func (c *connector) recorder() event.Recorder {
+	if c.record == nil {
+		return event.NewNopRecorder()
+	}
+	return c.record
+}
+
+// credentialsGrace is how long a RelayConfig being deleted waits for its
+// provider config and credentials to come back (a namespace deleted with
+// its ProviderConfig and Secrets in it) before it goes without them.
+const credentialsGrace = 5 * time.Minute
+
+// givenUp returns an external client without credentials for a RelayConfig
+// that has been deleted for longer than credentialsGrace while they could
+// not be read (err): it then goes, its config Secret with it, and a Warning
+// event names the device left in the tailnet. Otherwise nil: Connect fails
+// and is retried.
+func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
+	if !meta.WasDeleted(mg) || time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace {
+		return nil
+	}
+	e := &external{kube: c.kube, read: c.read, resolver: &resolve.Resolver{}, record: c.recorder()}
+	if id := mg.Status.AtProvider.DeviceID; id != "" {
+		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s stays in the tailnet: remove it in the admin console; after %s the provider config or its credentials are still unusable: %s", id, credentialsGrace, stableMessage(err))))
+	}
+	return e
 }
 
 // providerConfigCondition says whether the provider config could be read.

@@ -226,3 +226,56 @@ func TestConnect(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectGivesUpWithoutCredentials: a RelayConfig being deleted whose
+// provider config is gone (its namespace deleted with everything in it)
+// waits a while for it, then goes without it, saying which device stays in
+// the tailnet.
+func TestConnectGivesUpWithoutCredentials(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		deleted   time.Duration // ago; 0 for a live RelayConfig
+		wantErr   bool
+		wantEvent string
+	}{
+		"Live": {
+			reason:  "A live RelayConfig without its provider config fails Connect.",
+			wantErr: true,
+		},
+		"JustDeleted": {
+			reason:  "Within the grace period the provider config may come back: Connect fails and is retried.",
+			deleted: time.Minute,
+			wantErr: true,
+		},
+		"DeletedLongAgo": {
+			reason:    "After the grace period the RelayConfig goes without credentials, and a Warning names the device left behind.",
+			deleted:   credentialsGrace + time.Minute,
+			wantEvent: "device dev-1 stays in the tailnet",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := newCluster() // no provider config
+			var recorded events
+			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), record: &recorded}
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.DeviceID = "dev-1" })
+			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "team"})
+			if tc.deleted > 0 {
+				mg.SetDeletionTimestamp(&metav1.Time{Time: time.Now().Add(-tc.deleted)})
+			}
+			got, err := c.Connect(t.Context(), mg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nConnect error %v, want error %v", tc.reason, err, tc.wantErr)
+			}
+			if err == nil && got.(*external).api != nil {
+				t.Errorf("%s\nan external client with API access, without credentials", tc.reason)
+			}
+			switch {
+			case tc.wantEvent == "" && len(recorded) > 0:
+				t.Errorf("%s\nevents %v, want none", tc.reason, recorded)
+			case tc.wantEvent != "" && (len(recorded) != 1 || !strings.Contains(recorded[0].Message, tc.wantEvent)):
+				t.Errorf("%s\nevents %v, want one containing %q", tc.reason, recorded, tc.wantEvent)
+			}
+		})
+	}
+}

@@ -12,7 +12,8 @@
 //     the create-pending and create-succeeded annotation writes, and they
 //     guard nothing here: the Secret's name is fixed and only we write it.
 //     Once the RelayConfig is being deleted, a missing Secret means nothing
-//     is left to delete. Check: MissingSecretIsUpdated.
+//     is left to delete, but for a recorded device. Check:
+//     MissingSecretIsUpdated.
 //  2. No external-name initializer (setup.go, reconcilerOptions): the
 //     config Secret is named by spec.forProvider.configSecretName, and the
 //     annotation would be one more write. Check: NoExternalName.

@@ -331,6 +331,17 @@ func TestObserve(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
 			want: want{err: "spec.forProvider.stateSecretName", endpoints: []string{"203.0.113.5:41641"}, resolved: v1alpha1.ReasonResolved},
 		},
+		"DeletingWithDevice": {
+			reason: "A RelayConfig being deleted whose Secrets went first (its namespace is deleted) still has its recorded device to delete: Delete must run.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				now := metav1.Now()
+				rc.SetDeletionTimestamp(&now)
+				rc.Status.AtProvider.DeviceID = "dev-1"
+			}),
+			objs: []client.Object{service()},
+			api:  &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, deviceID: "dev-1"},
+		},
 		"Deleting": {
 			reason: "A RelayConfig being deleted whose config Secret is gone has nothing left to delete.",
 			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
