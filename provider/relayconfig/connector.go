@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -37,7 +38,18 @@ type connector struct {
 	newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)
 	// record records events on the RelayConfig; nil records none.
 	record event.Recorder
+	// namespacedOverrides lets a namespaced ProviderConfig use the
+	// provider's own AWS identity and other API endpoints
+	// (FeatureNamespacedOverrides).
+	namespacedOverrides bool
 }
+
+// FeatureNamespacedOverrides lets a namespaced ProviderConfig, which a
+// tenant may write, use the provider pod's own AWS identity
+// (InjectedIdentity) and point spec.aws.endpoint and spec.tailscale.baseURL
+// elsewhere. Off by default: requests signed with the provider's identity
+// would go wherever the tenant says.
+const FeatureNamespacedOverrides feature.Flag = "EnableNamespacedProviderConfigOverrides"
 
 // Connect returns an external client for one reconcile.
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.TypedExternalClient[*v1alpha1.RelayConfig], err error) {
@@ -142,6 +154,9 @@ func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig
 		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
 			return nil, fmt.Errorf("cannot get ProviderConfig %s/%s named by spec.providerConfigRef: %w", mg.GetNamespace(), ref.Name, err)
 		}
+		if err := c.namespacedPolicy(&pc.Spec); err != nil {
+			return nil, fmt.Errorf("ProviderConfig %s/%s: %w", mg.GetNamespace(), ref.Name, err)
+		}
 		return &pc.Spec, nil
 	case v1alpha1.ClusterProviderConfigKind:
 		pc := &v1alpha1.ClusterProviderConfig{}
@@ -151,6 +166,24 @@ func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig
 		return &pc.Spec, nil
 	}
 	return nil, fmt.Errorf("spec.providerConfigRef.kind %q: want ProviderConfig or ClusterProviderConfig", ref.Kind)
+}
+
+// namespacedPolicy refuses what a namespaced ProviderConfig may not do
+// unless the platform allows it (FeatureNamespacedOverrides).
+func (c *connector) namespacedPolicy(spec *v1alpha1.ProviderConfigSpec) error {
+	if c.namespacedOverrides {
+		return nil
+	}
+	const how = "a namespaced ProviderConfig may not (use a ClusterProviderConfig, or start the provider with --enable-namespaced-provider-config-overrides)"
+	switch {
+	case spec.AWS != nil && spec.AWS.Source == v1alpha1.AWSCredentialsInjectedIdentity:
+		return fmt.Errorf("spec.aws.source InjectedIdentity uses the provider's own AWS identity, which %s", how)
+	case spec.AWS != nil && spec.AWS.Endpoint != "":
+		return fmt.Errorf("spec.aws.endpoint sends AWS requests elsewhere, which %s", how)
+	case spec.Tailscale != nil && spec.Tailscale.BaseURL != "":
+		return fmt.Errorf("spec.tailscale.baseURL sends Tailscale API requests elsewhere, which %s", how)
+	}
+	return nil
 }
 
 func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg *v1alpha1.RelayConfig) (tailnet.API, error) {

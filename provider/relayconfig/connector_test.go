@@ -115,13 +115,46 @@ func TestConnect(t *testing.T) {
 	awsCreds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "crossplane-system"},
 		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte("AKIA"), v1alpha1.AWSSecretAccessKeyKey: []byte("s")}}
 	tailscale := &v1alpha1.TailscaleAPI{OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "crossplane-system"}}
+	team := func(spec v1alpha1.ProviderConfigSpec) *v1alpha1.ProviderConfig {
+		return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "team-a"}, Spec: spec}
+	}
+	teamRef := &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "team"}
 	cases := map[string]struct {
-		reason  string
-		ref     *xpv2.ProviderConfigReference
-		objs    []client.Object
-		wantErr string
-		check   func(t *testing.T, e *external)
+		reason    string
+		ref       *xpv2.ProviderConfigReference
+		objs      []client.Object
+		overrides bool // FeatureNamespacedOverrides
+		wantErr   string
+		check     func(t *testing.T, e *external)
 	}{
+		"NamespacedInjectedIdentity": {
+			reason:  "A tenant's ProviderConfig may not borrow the provider pod's AWS identity.",
+			ref:     teamRef,
+			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsInjectedIdentity}})},
+			wantErr: "ProviderConfig team-a/team: spec.aws.source InjectedIdentity uses the provider's own AWS identity, which a namespaced ProviderConfig may not",
+		},
+		"NamespacedAWSEndpoint": {
+			reason:  "A tenant's ProviderConfig may not send AWS requests elsewhere.",
+			ref:     teamRef,
+			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsNone, Endpoint: "http://10.0.0.1"}})},
+			wantErr: "spec.aws.endpoint",
+		},
+		"NamespacedTailscaleBaseURL": {
+			reason:  "A tenant's ProviderConfig may not send Tailscale API requests elsewhere.",
+			ref:     teamRef,
+			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{Tailscale: &v1alpha1.TailscaleAPI{BaseURL: "http://10.0.0.1", OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth"}}})},
+			wantErr: "spec.tailscale.baseURL",
+		},
+		"NamespacedOverridesAllowed": {
+			reason:    "The platform may allow it (--enable-namespaced-provider-config-overrides).",
+			ref:       teamRef,
+			overrides: true,
+			objs:      []client.Object{team(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsNone, Endpoint: "http://10.0.0.1"}})},
+		},
+		"ClusterEndpoint": {
+			reason: "A ClusterProviderConfig, the platform's, may set endpoints.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsNone, Endpoint: "http://10.0.0.1"}})},
+		},
 		"Defaults": {
 			reason: "An empty ClusterProviderConfig resolves with the system DNS, the default timeout, no AWS and no API.",
 			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{})},
@@ -203,7 +236,7 @@ func TestConnect(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kube := newCluster(tc.objs...)
-			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
+			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), namespacedOverrides: tc.overrides}
 			mg := relayConfig()
 			ref := tc.ref
 			if ref == nil {

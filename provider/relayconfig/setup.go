@@ -38,6 +38,8 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		read:   mgr.GetAPIReader(),
 		usage:  resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 		record: record,
+		// Features is nil in some callers' options.
+		namespacedOverrides: o.Features != nil && o.Features.Enabled(FeatureNamespacedOverrides),
 	}
 	opts := append(reconcilerOptions(c, mgr.GetClient()),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),

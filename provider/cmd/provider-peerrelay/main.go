@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/peerrelay/peerrelay/provider"
+	"github.com/peerrelay/peerrelay/provider/relayconfig"
 )
 
 // CLI flags, as Crossplane providers spell them.
@@ -31,6 +32,8 @@ type CLI struct {
 	MetricsAddress   string        `default:":8080" help:"Address to serve Prometheus metrics on."`
 	HealthAddress    string        `default:":8081" help:"Address to serve health probes on."`
 	PollStateMetric  time.Duration `default:"5s" help:"How often to record the RelayConfig state metrics (exist, ready, synced)."`
+
+	EnableNamespacedProviderConfigOverrides bool `help:"Let namespaced ProviderConfigs, which tenants may write, use the provider's own AWS identity (InjectedIdentity) and set spec.aws.endpoint and spec.tailscale.baseURL."`
 }
 
 // Run the provider until it is signalled to stop.
@@ -60,6 +63,9 @@ func (c *CLI) Run() error {
 		PollInterval:            c.Poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
 		Features:                &feature.Flags{},
+	}
+	if c.EnableNamespacedProviderConfigOverrides {
+		o.Features.Enable(relayconfig.FeatureNamespacedOverrides)
 	}
 	if o.MetricOptions, err = provider.Metrics(c.PollStateMetric); err != nil {
 		return err
