@@ -60,6 +60,7 @@ aws:
 		spec     string
 		input    string
 		legacy   bool
+		status   string // the PeerRelay's status, YAML
 		observed map[string]*fnv1.Resource
 		pods     *fnv1.Resources
 		want     want
@@ -184,7 +185,7 @@ aws:
 			},
 		},
 		"CheckFailsKeepsWhatWasApplied": {
-			reason: "A bad new allocation leaves the replica's Service pinned as it was.",
+			reason: "A bad new allocation leaves the replica's Service pinned as it was (a PeerRelay whose status predates the record: as the live Service says).",
 			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
 			observed: map[string]*fnv1.Resource{
 				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
@@ -196,6 +197,22 @@ aws:
 				}},
 				reason: reasonAWSConfigInvalid,
 				msg:    "replica 0: Elastic IP eipalloc-0eee is associated with instance i-0123",
+			},
+		},
+		"TenantEditedServiceIgnored": {
+			reason: "Annotations a tenant wrote on the live Service are not taken as the placement the function applied: the Service keeps the Elastic IP the function gave it, as the PeerRelay's status records.",
+			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
+			status: "replicas: [{index: 0, hostname: my-relay-0, podReady: true, aws: {subnetID: subnet-0a, allocationID: eipalloc-0ddd}}]",
+			observed: map[string]*fnv1.Resource{
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
+				"service-0":     {Resource: mustStruct(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: my-relay-0\n  annotations:\n    "+annotationEIPAllocations+": eipalloc-0fff\n    "+annotationSubnets+": subnet-0f")},
+			},
+			want: want{
+				fields: map[string]map[string]any{"service-0": {
+					"metadata.annotations." + annotationEIPAllocations: "eipalloc-0ddd",
+					"metadata.annotations." + annotationSubnets:        "subnet-0a",
+				}},
+				reason: reasonAWSConfigInvalid,
 			},
 		},
 		"ManagedLoadBalancer": {
@@ -279,6 +296,9 @@ aws:
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			comp := xr(t, tc.spec)
+			if tc.status != "" {
+				comp = &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: PeerRelay\nmetadata: {name: my-relay, namespace: team-a}\nspec:\n"+indent(tc.spec)+"\nstatus:\n"+indent(tc.status))}
+			}
 			if tc.legacy {
 				comp = &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: XPeerRelay\nmetadata:\n  name: my-relay-x7k2p\n  labels: {crossplane.io/claim-name: my-relay, crossplane.io/claim-namespace: team-a}\nspec:\n"+indent(tc.spec))}
 			}

@@ -51,6 +51,10 @@ func summarise(r *relay, o observedState) summary {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
 		rs := v1alpha1.ReplicaStatus{Index: int32(i), Hostname: hostname(r.Hostname, i), PodReady: ro.podReady}
+		if r.AWS != nil && r.AWS.Replicas[i].Use != nil {
+			use := r.AWS.Replicas[i].Use
+			rs.AWS = &v1alpha1.ReplicaAWSStatus{SubnetID: use.SubnetID, AllocationID: use.AllocationID}
+		}
 		for _, ep := range ro.endpoints {
 			rs.Endpoints = append(rs.Endpoints, netip.AddrPortFrom(netip.MustParseAddr(ep.Address), uint16(ep.Port)).String())
 		}

@@ -296,4 +296,15 @@ type ReplicaStatus struct {
 	// +optional
 	Endpoints []string `json:"endpoints,omitempty"`
 	PodReady  bool     `json:"podReady"`
+	// AWS is the subnet and Elastic IP the replica's Service or load
+	// balancer was given (spec.aws): what the function decided, kept while
+	// a new placement waits for the provider's check.
+	// +optional
+	AWS *ReplicaAWSStatus `json:"aws,omitempty"`
+}
+
+// ReplicaAWSStatus is a replica's AWS placement in use.
+type ReplicaAWSStatus struct {
+	SubnetID     string `json:"subnetID"`
+	AllocationID string `json:"allocationID"`
 }
