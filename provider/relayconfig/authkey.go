@@ -3,6 +3,7 @@ package relayconfig
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -231,7 +232,13 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
 		return ownSecret(s, mg, "metadata.name (the minted key's Secret is <name>"+v1alpha1.MintedAuthKeySuffix+")")
 	}); err != nil {
-		return "", fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
+		// A key nobody can read is revoked at once: the next attempt mints
+		// another, and no usable key is left behind in the tailnet.
+		err = fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
+		if rerr := e.api.RevokeKey(ctx, id); rerr != nil {
+			return "", errors.Join(err, rerr)
+		}
+		return "", fmt.Errorf("%w; the key minted for it, %s, is revoked", err, id)
 	}
 	mg.Status.AtProvider.AuthKeyID = id
 	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)

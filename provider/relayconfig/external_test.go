@@ -48,9 +48,15 @@ func (d fakeDNS) LookupA(_ context.Context, host string) ([]netip.Addr, error) {
 // fakeAPI is the Tailscale API in memory.
 type fakeAPI struct {
 	minted  int
+	revoked []string
 	devices map[string]*tailnet.Device // what Device answers
 	deleted []string
 	err     error
+}
+
+func (f *fakeAPI) RevokeKey(_ context.Context, id string) error {
+	f.revoked = append(f.revoked, id)
+	return nil
 }
 
 func (f *fakeAPI) Device(_ context.Context, id string) (*tailnet.Device, error) {
@@ -446,6 +452,7 @@ func TestWrites(t *testing.T) {
 		wantWrites   []string
 		wantDeleted  []string
 		wantEvent    string // a substring of the one Warning event; "" for none
+		wantRevoked  []string
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -471,12 +478,22 @@ func TestWrites(t *testing.T) {
 			wantErr: "the Secret r-0-config exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName",
 		},
 		"MintRefusesForeign": {
-			reason:  "A Secret under the minted key's name that the RelayConfig does not control is not overwritten with a key.",
-			objs:    []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}}}},
-			mintKey: true,
-			api:     &fakeAPI{},
-			call:    update,
-			wantErr: "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
+			reason:      "A Secret under the minted key's name that the RelayConfig does not control is not overwritten with a key, and the key minted is revoked.",
+			objs:        []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}}}},
+			mintKey:     true,
+			api:         &fakeAPI{},
+			call:        update,
+			wantErr:     "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
+			wantRevoked: []string{"k1"},
+		},
+		"MintWriteFails": {
+			reason:      "A minted key whose Secret cannot be written is revoked: the retry mints another, and no usable key is left in the tailnet.",
+			fail:        map[string]error{"create Secret/r-0-authkey": errors.New("etcdserver: request timed out")},
+			mintKey:     true,
+			api:         &fakeAPI{},
+			call:        update,
+			wantErr:     "the key minted for it, k1, is revoked",
+			wantRevoked: []string{"k1"},
 		},
 		"StateSecretForeign": {
 			reason:       "A state Secret under the name the RelayConfig gives that is another's (a tenant's, another replica's) is not used: the pod must not log in with another's state.",
@@ -599,6 +616,9 @@ func TestWrites(t *testing.T) {
 			if tc.api != nil {
 				if diff := cmp.Diff(tc.wantDeleted, tc.api.deleted, cmpEmpty); diff != "" {
 					t.Errorf("%s\ndevices deleted (-want +got):\n%s", tc.reason, diff)
+				}
+				if diff := cmp.Diff(tc.wantRevoked, tc.api.revoked, cmpEmpty); diff != "" {
+					t.Errorf("%s\nkeys revoked (-want +got):\n%s", tc.reason, diff)
 				}
 			}
 			if tc.wantConfig != "" {

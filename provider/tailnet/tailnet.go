@@ -28,6 +28,9 @@ const KeyExpiry = 24 * time.Hour
 type API interface {
 	// CreateAuthKey mints a single-use, pre-authorised, non-ephemeral key.
 	CreateAuthKey(ctx context.Context, tags []string, description string) (id, key string, expires time.Time, err error)
+	// RevokeKey revokes an auth key that will not be used; one already
+	// gone is success.
+	RevokeKey(ctx context.Context, id string) error
 	// Device returns what the tailnet says of a device; nil when it is
 	// gone.
 	Device(ctx context.Context, id string) (*Device, error)
@@ -81,6 +84,14 @@ func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description s
 		return "", "", time.Time{}, fmt.Errorf("cannot create an auth key: %w", err)
 	}
 	return k.ID, k.Key, k.Expires, nil
+}
+
+// RevokeKey revokes the auth key; a key already gone is success.
+func (c *Client) RevokeKey(ctx context.Context, id string) error {
+	if err := c.c.Keys().Delete(ctx, id); err != nil && !tsapi.IsNotFound(err) {
+		return fmt.Errorf("cannot revoke auth key %s: %w", id, err)
+	}
+	return nil
 }
 
 // Device returns the device, or nil when the tailnet has none by that ID.

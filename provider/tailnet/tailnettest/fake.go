@@ -16,8 +16,8 @@ import (
 )
 
 // FakeAPI is a contract fake of the Tailscale API: it implements exactly the
-// calls the provider makes (OAuth token, create key, get and delete a
-// device) and
+// calls the provider makes (OAuth token, create and revoke a key, get and
+// delete a device) and
 // records every request so tests assert method, path, body and auth. The
 // real API cannot be reached from here.
 type FakeAPI struct {
@@ -28,6 +28,7 @@ type FakeAPI struct {
 	Devices  map[string]Device // existing devices by ID
 	FailNext int               // answer the next N device deletions with 500
 	keys     int
+	revoked  []string
 }
 
 // Device is what the fake knows of a device.
@@ -95,6 +96,8 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 			"id": id, "key": "tskey-auth-" + id + "-CONTRACTSECRET",
 			"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		})
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/v2/tailnet/-/keys/"):
+		f.revoked = append(f.revoked, strings.TrimPrefix(r.URL.Path, "/api/v2/tailnet/-/keys/"))
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v2/device/"):
 		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
 		d, ok := f.Devices[id]
@@ -149,6 +152,13 @@ func (f *FakeAPI) AddDevice(id string, d Device) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Devices[id] = d
+}
+
+// Revoked returns the IDs of the keys revoked so far.
+func (f *FakeAPI) Revoked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.revoked...)
 }
 
 // Recorded returns the calls so far.
