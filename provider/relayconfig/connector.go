@@ -38,6 +38,8 @@ type connector struct {
 	newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)
 	// record records events on the RelayConfig; nil records none.
 	record event.Recorder
+	// apis are the Tailscale API clients, kept across reconciles.
+	apis apiClients
 	// namespacedOverrides lets a namespaced ProviderConfig use the
 	// provider's own AWS identity and other API endpoints
 	// (FeatureNamespacedOverrides).
@@ -191,11 +193,11 @@ func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg
 	if err != nil {
 		return nil, err
 	}
-	id, secret := cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey]
-	if c.newAPI != nil {
-		return c.newAPI(t.BaseURL, t.Tailnet, id, secret)
+	newAPI := c.newAPI
+	if newAPI == nil {
+		newAPI = func(baseURL, tn, id, secret string) (tailnet.API, error) { return tailnet.New(baseURL, tn, id, secret) }
 	}
-	return tailnet.New(t.BaseURL, t.Tailnet, id, secret)
+	return c.apis.get(t.BaseURL, t.Tailnet, cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey], newAPI)
 }
 
 // credentials reads the credentials Secret ref names (at field of the

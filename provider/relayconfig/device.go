@@ -27,18 +27,37 @@ const clockSkew = 5 * time.Minute
 // device that is not the replica's is left alone, with a Warning event, and
 // the replica goes without it.
 func (e *external) deleteDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) error {
-	d, err := e.api.Device(ctx, id)
-	if err != nil {
+	d, err := e.replicasDevice(ctx, mg, id)
+	if err != nil || d == nil {
 		return err
 	}
-	if d == nil {
-		return nil // already gone
+	return e.api.DeleteDevice(ctx, id)
+}
+
+// deviceLeft says whether the recorded device of a RelayConfig being
+// deleted is still in the tailnet, and the replica's: Delete has it to
+// remove.
+func (e *external) deviceLeft(ctx context.Context, mg *v1alpha1.RelayConfig) (bool, error) {
+	id := mg.Status.AtProvider.DeviceID
+	if e.api == nil || id == "" {
+		return false, nil
+	}
+	d, err := e.replicasDevice(ctx, mg, id)
+	return d != nil, err
+}
+
+// replicasDevice returns device id when the tailnet has it and it is the
+// replica's; nil when it is gone, or someone else's (with a Warning event).
+func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
+	d, err := e.api.Device(ctx, id)
+	if err != nil || d == nil {
+		return nil, err
 	}
 	if err := replicaDevice(mg, d); err != nil {
 		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s recorded in state Secret %s was not deleted: %w", id, mg.Spec.ForProvider.StateSecretName, err)))
-		return nil
+		return nil, nil
 	}
-	return e.api.DeleteDevice(ctx, id)
+	return d, nil
 }
 
 // replicaDevice says why d is not the replica's device, or nil when it is:

@@ -128,9 +128,13 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	if s == nil || e.stateMissing || e.mintKey {
 		// A missing Secret is written by Update (doc.go, deviation 1),
 		// as is a missing state Secret or a key to mint. Once the
-		// RelayConfig is being deleted, a recorded device is still to be
-		// deleted (its namespace's Secrets may have gone first).
-		return managed.ExternalObservation{ResourceExists: !meta.WasDeleted(mg) || e.deviceToDelete(mg), ResourceUpToDate: false}, nil
+		// RelayConfig is being deleted, the replica's device may still be
+		// in the tailnet (its namespace's Secrets may have gone first).
+		if meta.WasDeleted(mg) {
+			left, err := e.deviceLeft(ctx, mg)
+			return managed.ExternalObservation{ResourceExists: left}, err
+		}
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
 	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], e.rendered)
 	if !upToDate {
@@ -274,11 +278,6 @@ func ownSecret(s *corev1.Secret, mg *v1alpha1.RelayConfig, field string) error {
 	s.Type = corev1.SecretTypeOpaque
 	meta.AddOwnerReference(s, meta.AsController(meta.TypedReferenceTo(mg, v1alpha1.RelayConfigGroupVersionKind)))
 	return nil
-}
-
-// deviceToDelete says whether Delete has a device to remove.
-func (e *external) deviceToDelete(mg *v1alpha1.RelayConfig) bool {
-	return e.api != nil && mg.Status.AtProvider.DeviceID != ""
 }
 
 // cleanupCondition says whether the replica's device leaves the tailnet

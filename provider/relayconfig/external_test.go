@@ -345,8 +345,19 @@ func TestObserve(t *testing.T) {
 				rc.Status.AtProvider.DeviceID = "dev-1"
 			}),
 			objs: []client.Object{service()},
-			api:  &fakeAPI{},
+			api:  &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, deviceID: "dev-1"},
+		},
+		"DeletingDeviceGone": {
+			reason: "Once the tailnet no longer has the recorded device, nothing is left to delete: the finalizer goes.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				now := metav1.Now()
+				rc.SetDeletionTimestamp(&now)
+				rc.Status.AtProvider.DeviceID = "dev-1"
+			}),
+			objs: []client.Object{service()},
+			api:  &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: false}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, deviceID: "dev-1"},
 		},
 		"Deleting": {
 			reason: "A RelayConfig being deleted whose config Secret is gone has nothing left to delete.",

@@ -117,6 +117,17 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	if n := keyCalls(); n != 3 {
 		t.Errorf("minted %d keys, want 3 (the first expired unused, the third on request); a logged-in device gets none", n)
 	}
+	// One API client for the provider config across every reconcile: one
+	// OAuth token, not one per reconcile.
+	tokens := 0
+	for _, c := range api.Recorded() {
+		if c.Path == "/api/v2/oauth/token" {
+			tokens++
+		}
+	}
+	if tokens != 1 {
+		t.Errorf("%d OAuth token requests, want 1: the client and its token are kept across reconciles", tokens)
+	}
 
 	// Deletion: the API fails three times; the RelayConfig stays, Synced
 	// says why, until the device is removed.
