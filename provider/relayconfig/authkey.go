@@ -128,10 +128,13 @@ func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*
 	if err != nil {
 		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
 	}
-	if !metav1.IsControlledBy(s, mg) {
-		return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
+	switch {
+	case metav1.IsControlledBy(s, mg):
+		return s, nil
+	case meta.WasDeleted(mg):
+		return nil, nil // nothing of it is ours: it must not hold the deletion up
 	}
-	return s, nil
+	return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
 }
 
 // deviceID records the device ID containerboot wrote into the state

@@ -464,6 +464,7 @@ func TestWrites(t *testing.T) {
 		wantDeleted  []string
 		wantEvent    string // a substring of the one Warning event; "" for none
 		wantRevoked  []string
+		deleting     bool // the RelayConfig is being deleted
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -584,6 +585,16 @@ func TestWrites(t *testing.T) {
 			call:       del,
 			wantWrites: []string{"delete Secret/r-0-config"},
 		},
+		"DeleteIgnoresForeignStateSecret": {
+			reason:      "A state Secret someone else controls neither holds the deletion up nor names a device to delete: the device recorded before is the one checked and deleted.",
+			objs:        []client.Object{config, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}, "dev-9": {ID: "dev-9", Hostname: "r-0"}}},
+			deviceID:    "dev-1",
+			deleting:    true,
+			call:        del,
+			wantWrites:  []string{"delete Secret/r-0-config"},
+			wantDeleted: []string{"dev-1"},
+		},
 		"DeleteLeavesForeignSecret": {
 			reason: "A Secret under the config Secret's name that the RelayConfig does not control is left alone.",
 			objs:   []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
@@ -606,7 +617,13 @@ func TestWrites(t *testing.T) {
 			if tc.api != nil {
 				e.api = tc.api
 			}
-			mg := relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.DeviceID = tc.deviceID })
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.DeviceID = tc.deviceID
+				if tc.deleting {
+					now := metav1.Now()
+					rc.SetDeletionTimestamp(&now)
+				}
+			})
 			err := tc.call(e, mg)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
