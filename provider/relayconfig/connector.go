@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 		}
 	}
 	spec, err := c.providerConfig(ctx, mg)
+	if err == nil {
+		err = namespacePolicy(spec, mg)
+	}
 	if err != nil {
 		// Kept with Synced=False by the status write that reports this
 		// error: the function tells an unusable tailnet by this condition.
@@ -83,6 +87,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
 	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder()}
+	if spec.Policy != nil {
+		e.allowedTags = spec.Policy.Tags
+	}
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
@@ -135,8 +142,26 @@ func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
 	return e
 }
 
-// providerConfigCondition says whether the provider config could be read.
+// errPolicy is a provider config's policy refusing a RelayConfig.
+type errPolicy struct{ error }
+
+// namespacePolicy refuses a live RelayConfig whose namespace the provider
+// config's spec.policy.namespaces leaves out.
+func namespacePolicy(spec *v1alpha1.ProviderConfigSpec, mg *v1alpha1.RelayConfig) error {
+	if spec.Policy == nil || len(spec.Policy.Namespaces) == 0 || meta.WasDeleted(mg) || slices.Contains(spec.Policy.Namespaces, mg.GetNamespace()) {
+		return nil
+	}
+	ref := mg.GetProviderConfigReference()
+	return errPolicy{fmt.Errorf("%s %s may not be used from namespace %s: its spec.policy.namespaces allows %v", ref.Kind, ref.Name, mg.GetNamespace(), spec.Policy.Namespaces)}
+}
+
+// providerConfigCondition says whether the provider config could be read,
+// and may be used.
 func providerConfigCondition(err error) xpv2.Condition {
+	var denied errPolicy
+	if errors.As(err, &denied) {
+		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonPolicyDenied, stableMessage(err))
+	}
 	if err != nil {
 		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonProviderConfigUnreadable, stableMessage(err))
 	}

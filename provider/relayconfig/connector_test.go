@@ -70,12 +70,20 @@ func TestConnectProviderConfigCondition(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		found  bool
+		policy *v1alpha1.Policy
 		want   xpv2.Condition
 	}{
 		"Readable": {
 			reason: "A provider config that exists is usable.",
 			found:  true,
 			want:   xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonProviderConfigUsable},
+		},
+		"Denied": {
+			reason: "A ClusterProviderConfig whose policy leaves the namespace out is not usable from there, and the message names the policy.",
+			found:  true,
+			policy: &v1alpha1.Policy{Namespaces: []string{"team-b"}},
+			want: xpv2.Condition{Type: v1alpha1.ConditionProviderConfig, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonPolicyDenied,
+				Message: "ClusterProviderConfig tailnet-b may not be used from namespace team-a: its spec.policy.namespaces allows [team-b]"},
 		},
 		"Missing": {
 			reason: "A ClusterProviderConfig that does not exist is unreadable, and the message says which.",
@@ -87,13 +95,13 @@ func TestConnectProviderConfigCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			kube := newCluster()
 			if tc.found {
-				kube = newCluster(&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "tailnet-b"}})
+				kube = newCluster(&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "tailnet-b"}, Spec: v1alpha1.ProviderConfigSpec{Policy: tc.policy}})
 			}
 			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
 			mg := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: "team-a", UID: "uid"}}
 			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "tailnet-b"})
 			_, err := c.Connect(t.Context(), mg)
-			if (err != nil) == tc.found {
+			if (err != nil) == (tc.found && tc.policy == nil) {
 				t.Errorf("%s\nConnect error: %v", tc.reason, err)
 			}
 			got := mg.GetCondition(v1alpha1.ConditionProviderConfig)
@@ -127,6 +135,20 @@ func TestConnect(t *testing.T) {
 		wantErr   string
 		check     func(t *testing.T, e *external)
 	}{
+		"PolicyNamespaceDenied": {
+			reason:  "A ClusterProviderConfig whose policy leaves the RelayConfig's namespace out is refused, naming the policy.",
+			objs:    []client.Object{pc(v1alpha1.ProviderConfigSpec{Policy: &v1alpha1.Policy{Namespaces: []string{"team-b"}}})},
+			wantErr: "ClusterProviderConfig default may not be used from namespace team-a: its spec.policy.namespaces allows [team-b]",
+		},
+		"PolicyNamespaceAllowed": {
+			reason: "A namespace the policy lists may use it, and its allowed tags reach the external client.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{Policy: &v1alpha1.Policy{Namespaces: []string{"team-b", "team-a"}, Tags: []string{"tag:relay"}}})},
+			check: func(t *testing.T, e *external) {
+				if !cmp.Equal(e.allowedTags, []string{"tag:relay"}) {
+					t.Errorf("allowed tags %v", e.allowedTags)
+				}
+			},
+		},
 		"NamespacedInjectedIdentity": {
 			reason:  "A tenant's ProviderConfig may not borrow the provider pod's AWS identity.",
 			ref:     teamRef,

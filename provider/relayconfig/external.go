@@ -47,6 +47,9 @@ type external struct {
 	api        tailnet.API        // nil without Tailscale API access
 	placement  *placement.Checker // nil without AWS credentials
 	record     event.Recorder
+	// allowedTags are the tags minted keys may carry (the provider
+	// config's spec.policy.tags); nil: any.
+	allowedTags []string
 
 	// What Observe found for Create or Update to write: the config and its
 	// inputs, and whether the state Secret is missing or a key must be

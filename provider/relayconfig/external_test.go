@@ -168,7 +168,9 @@ func TestObserve(t *testing.T) {
 		objs   []client.Object
 		dns    fakeDNS
 		api    *fakeAPI
-		want   want
+		// allowedTags: the provider config's spec.policy.tags.
+		allowedTags []string
+		want        want
 	}{
 		"NoConfigSecret": {
 			reason: "A missing config Secret is reported as existing but not up to date, so Update writes it without Create's annotation writes.",
@@ -273,6 +275,18 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
 				resolved: v1alpha1.ReasonResolved, keyReason: v1alpha1.ReasonKeyMinting, mint: true},
 		},
+		"MintTagsNotAllowed": {
+			reason: "Tags the provider config's policy does not allow are never minted: the condition names them and the policy.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Spec.ForProvider.AuthKeySecretRef = nil
+				rc.Spec.ForProvider.Tags = []string{"tag:relay", "tag:admin"}
+			}),
+			objs:        []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), state},
+			api:         &fakeAPI{},
+			allowedTags: []string{"tag:relay"},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"203.0.113.5:41641"},
+				resolved: v1alpha1.ReasonResolved, keyReason: v1alpha1.ReasonKeyUnavailable},
+		},
 		"MintedKeyReused": {
 			reason: "An unexpired minted key is used again, not minted anew; the config names its file.",
 			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
@@ -373,7 +387,7 @@ func TestObserve(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newCluster(tc.objs...)
 			kube := c
-			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{DNS: tc.dns}}
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{DNS: tc.dns}, allowedTags: tc.allowedTags}
 			if tc.api != nil {
 				e.api = tc.api
 			}

@@ -41,4 +41,7 @@ const (
 	ConditionProviderConfig        xpv2.ConditionType   = "ProviderConfigUsable"
 	ReasonProviderConfigUsable     xpv2.ConditionReason = "Usable"
 	ReasonProviderConfigUnreadable xpv2.ConditionReason = "ProviderConfigUnreadable"
+	// ReasonPolicyDenied: the provider config's spec.policy does not let
+	// the RelayConfig's namespace use it.
+	ReasonPolicyDenied xpv2.ConditionReason = "PolicyDenied"
 )

@@ -108,6 +108,25 @@ type ProviderConfigSpec struct {
 	// ResolveTimeout bounds each DNS or AWS lookup; default 5s.
 	// +optional
 	ResolveTimeout *metav1.Duration `json:"resolveTimeout,omitempty"`
+	// Policy limits who may use a ClusterProviderConfig and what the keys
+	// it mints may carry. The platform's: a namespaced ProviderConfig's
+	// own policy binds nobody but the tenant who writes it.
+	// +optional
+	Policy *Policy `json:"policy,omitempty"`
+}
+
+// Policy is what the platform allows the users of a provider config.
+type Policy struct {
+	// Namespaces whose RelayConfigs may use this provider config; empty:
+	// every namespace. A RelayConfig being deleted may always use it, to
+	// remove its device.
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Tags the keys minted through this provider config may carry; empty:
+	// any tag the OAuth client may grant. A key a user supplies is not
+	// minted, and not checked.
+	// +optional
+	Tags []string `json:"tags,omitempty"`
 }
 
 // ProviderConfigStatus is the status of a provider config.
