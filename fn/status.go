@@ -139,16 +139,19 @@ func (s summary) devicesStay() (xpv2.Condition, bool) {
 	return xpv2.Condition{}, false
 }
 
-// tailnetProblem says why the provider cannot use the ClusterProviderConfig
-// spec.tailnet names, from the RelayConfigs' ProviderConfigUsable
-// condition, or "".
+// tailnetProblem says why the provider cannot use the provider config:
+// its policy leaves the namespace out, or it cannot read the
+// ClusterProviderConfig spec.tailnet names; from the RelayConfigs'
+// ProviderConfigUsable condition, or "".
 func (s summary) tailnetProblem(r *relay) string {
-	if r.Spec.Tailnet == "" {
-		return ""
-	}
 	for _, ro := range s.replicas {
-		if ro.providerConfig.Status == corev1.ConditionFalse {
-			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, ro.providerConfig.Message, r.Spec.Tailnet)
+		c := ro.providerConfig
+		switch {
+		case c.Status != corev1.ConditionFalse:
+		case c.Reason == relayv1alpha1.ReasonPolicyDenied:
+			return c.Message + " (ask the platform team to allow this namespace, or name another tailnet in spec.tailnet)"
+		case r.Spec.Tailnet != "":
+			return fmt.Sprintf("spec.tailnet %q: %s (create ClusterProviderConfig %s with spec.tailscale, the tailnet's OAuth client)", r.Spec.Tailnet, c.Message, r.Spec.Tailnet)
 		}
 	}
 	return ""

@@ -286,6 +286,12 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			wantReason: reasonTailnetUnavailable,
 			wantMsg:    `spec.tailnet "tailnet-b": forbidden`,
 		},
+		"PolicyDenied": {
+			reason:     "A provider config whose policy leaves the namespace out is TailnetUnavailable, with the policy named, whether or not spec.tailnet is set.",
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: PolicyDenied, message: "ClusterProviderConfig default may not be used from namespace team-a: its spec.policy.namespaces allows [team-b]", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
+			wantReason: reasonTailnetUnavailable,
+			wantMsg:    "ClusterProviderConfig default may not be used from namespace team-a: its spec.policy.namespaces allows [team-b] (ask the platform team",
+		},
 		"SyncedFalseIsNotTailnet": {
 			reason:     "A Synced=False that names the ClusterProviderConfig is no longer read: only ProviderConfigUsable says the tailnet is unusable.",
 			tailnet:    "tailnet-b",
