@@ -8,7 +8,6 @@ package fn
 
 import (
 	"fmt"
-	"sort"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -104,12 +103,9 @@ func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
 	}
 	data, _, _ := unstructured.NestedMap(secrets[0].Resource.Object, "data")
 	if _, has := data[r.AuthKey.Key]; !has {
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef has no key %q (it has %v): set spec.authKeySecretRef.key", r.Namespace, r.AuthKey.Name, r.AuthKey.Key, keys)
+		// The Secret's other keys are not listed: the status is read by
+		// more people than the Secret.
+		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef has no key %q: set spec.authKeySecretRef.key", r.Namespace, r.AuthKey.Name, r.AuthKey.Key)
 	}
 	return ""
 }

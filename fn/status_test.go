@@ -179,10 +179,10 @@ func TestRunFunctionAuthKeySecret(t *testing.T) {
 			wantMsg:    "Secret team-a/ts-auth named by spec.authKeySecretRef does not exist",
 		},
 		"WrongKey": {
-			reason:     "A Secret without the key says which keys it has.",
+			reason:     "A Secret without the key says so, naming the field, but not the keys it has: the status is read by more people than the Secret.",
 			required:   map[string]*fnv1.Resources{requiredAuthKeyKey: secret("key")},
 			wantReason: reasonAuthKeyMissing,
-			wantMsg:    `has no key "authkey" (it has [key])`,
+			wantMsg:    `has no key "authkey": set spec.authKeySecretRef.key`,
 		},
 		"Present": {
 			reason:     "A Secret with the key is fine.",
