@@ -2,42 +2,42 @@ package relayconfig
 
 import (
 	"crypto/sha256"
+	"strings"
 	"sync"
-
-	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
 
-// maxClients bounds the Tailscale API clients kept: one per OAuth client
-// and tailnet in use, so more means credentials changing; the cache then
-// starts again.
+// maxClients bounds the clients a clientCache keeps: one per set of
+// settings in use, so more means settings changing; the cache then starts
+// again.
 const maxClients = 64
 
-// apiClients keeps one Tailscale API client per base URL, tailnet and OAuth
-// client, across reconciles: a client holds its OAuth token until it
-// expires, so the provider asks for a token once an hour, not once per
-// reconcile of every RelayConfig. New credentials are a new key, and a new
-// client.
-type apiClients struct {
+// clientCache keeps API clients across reconciles, one per set of settings
+// (endpoint, account, credentials): a Tailscale API client holds its OAuth
+// token until it expires, and an AWS configuration its credentials cache,
+// so the provider asks for a token once an hour, not once per reconcile of
+// every RelayConfig. New settings (a rotated Secret) are a new key, and a
+// new client.
+type clientCache[T any] struct {
 	mu      sync.Mutex
-	clients map[[sha256.Size]byte]tailnet.API
+	clients map[[sha256.Size]byte]T
 }
 
-// get returns the client for these settings, made by newAPI when there is
+// get returns the client for these settings, made by build when there is
 // none yet.
-func (c *apiClients) get(baseURL, tailnetName, id, secret string, newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)) (tailnet.API, error) {
-	key := sha256.Sum256([]byte(baseURL + "\x00" + tailnetName + "\x00" + id + "\x00" + secret))
+func (c *clientCache[T]) get(settings []string, build func() (T, error)) (T, error) {
+	key := sha256.Sum256([]byte(strings.Join(settings, "\x00")))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if api, ok := c.clients[key]; ok {
-		return api, nil
+	if client, ok := c.clients[key]; ok {
+		return client, nil
 	}
-	api, err := newAPI(baseURL, tailnetName, id, secret)
+	client, err := build()
 	if err != nil {
-		return nil, err
+		return client, err
 	}
 	if c.clients == nil || len(c.clients) >= maxClients {
-		c.clients = map[[sha256.Size]byte]tailnet.API{}
+		c.clients = map[[sha256.Size]byte]T{}
 	}
-	c.clients[key] = api
-	return api, nil
+	c.clients[key] = client
+	return client, nil
 }

@@ -39,8 +39,9 @@ type connector struct {
 	newAPI func(baseURL, tailnet, id, secret string) (tailnet.API, error)
 	// record records events on the RelayConfig; nil records none.
 	record event.Recorder
-	// apis are the Tailscale API clients, kept across reconciles.
-	apis apiClients
+	// apis and aws are the API clients, kept across reconciles.
+	apis clientCache[tailnet.API]
+	aws  clientCache[awsClients]
 	// namespacedOverrides lets a namespaced ProviderConfig use the
 	// provider's own AWS identity and other API endpoints
 	// (FeatureNamespacedOverrides).
@@ -222,7 +223,8 @@ func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg
 	if newAPI == nil {
 		newAPI = func(baseURL, tn, id, secret string) (tailnet.API, error) { return tailnet.New(baseURL, tn, id, secret) }
 	}
-	return c.apis.get(t.BaseURL, t.Tailnet, cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey], newAPI)
+	id, secret := cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey]
+	return c.apis.get([]string{t.BaseURL, t.Tailnet, id, secret}, func() (tailnet.API, error) { return newAPI(t.BaseURL, t.Tailnet, id, secret) })
 }
 
 // credentials reads the credentials Secret ref names (at field of the
@@ -252,40 +254,56 @@ func (c *connector) credentials(ctx context.Context, mg *v1alpha1.RelayConfig, r
 	return data, nil
 }
 
-// awsClients builds the ELBv2 and EC2 clients from the provider config.
+// awsClients are the AWS clients of one provider config and region.
+type awsClients struct {
+	resolver *resolve.AWSResolver
+	ec2      *ec2.Client
+}
+
+// awsClients returns the ELBv2 and EC2 clients for the provider config, the
+// same ones while its settings and credentials stay the same.
 func (c *connector) awsClients(ctx context.Context, a *v1alpha1.AWSConfig, mg *v1alpha1.RelayConfig) (*resolve.AWSResolver, *ec2.Client, error) {
 	region := a.Region
 	if p := mg.Spec.ForProvider.AWS; p != nil && p.Region != "" {
 		region = p.Region
 	}
-	var opts []func(*awsconfig.LoadOptions) error
-	if region != "" {
-		opts = append(opts, awsconfig.WithRegion(region))
-	}
+	var cred map[string]string
 	if a.Source == v1alpha1.AWSCredentialsSecret {
 		if a.SecretRef == nil {
 			return nil, nil, errors.New("provider config spec.aws.secretRef is required when spec.aws.source is Secret")
 		}
-		cred, err := c.credentials(ctx, mg, *a.SecretRef, "spec.aws.secretRef", v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey)
-		if err != nil {
+		var err error
+		if cred, err = c.credentials(ctx, mg, *a.SecretRef, "spec.aws.secretRef", v1alpha1.AWSAccessKeyIDKey, v1alpha1.AWSSecretAccessKeyKey); err != nil {
 			return nil, nil, err
 		}
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(cred[v1alpha1.AWSAccessKeyIDKey], cred[v1alpha1.AWSSecretAccessKeyKey], cred[v1alpha1.AWSSessionTokenKey])))
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot load AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = resolve.RegionFromHostname(mg.Status.AtProvider.Hostname)
-	}
-	var endpoint *string
-	if a.Endpoint != "" {
-		endpoint = aws.String(a.Endpoint)
-	}
-	ec2c := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint })
-	return &resolve.AWSResolver{
-		ELB: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = endpoint }),
-		EC2: ec2c,
-	}, ec2c, nil
+	fallback := resolve.RegionFromHostname(mg.Status.AtProvider.Hostname)
+	settings := []string{string(a.Source), region, fallback, a.Endpoint,
+		cred[v1alpha1.AWSAccessKeyIDKey], cred[v1alpha1.AWSSecretAccessKeyKey], cred[v1alpha1.AWSSessionTokenKey]}
+	clients, err := c.aws.get(settings, func() (awsClients, error) {
+		var opts []func(*awsconfig.LoadOptions) error
+		if region != "" {
+			opts = append(opts, awsconfig.WithRegion(region))
+		}
+		if cred != nil {
+			opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(cred[v1alpha1.AWSAccessKeyIDKey], cred[v1alpha1.AWSSecretAccessKeyKey], cred[v1alpha1.AWSSessionTokenKey])))
+		}
+		cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return awsClients{}, fmt.Errorf("cannot load AWS configuration: %w", err)
+		}
+		if cfg.Region == "" {
+			cfg.Region = fallback
+		}
+		var endpoint *string
+		if a.Endpoint != "" {
+			endpoint = aws.String(a.Endpoint)
+		}
+		ec2c := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint })
+		return awsClients{
+			resolver: &resolve.AWSResolver{ELB: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = endpoint }), EC2: ec2c},
+			ec2:      ec2c,
+		}, nil
+	})
+	return clients.resolver, clients.ec2, err
 }

@@ -334,3 +334,41 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectKeepsClients: the API clients are made once per provider
+// config settings and credentials and kept across reconciles (a client
+// keeps its OAuth token, an AWS configuration its credentials cache); new
+// credentials make new ones.
+func TestConnectKeepsClients(t *testing.T) {
+	pc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+		AWS:       &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, Region: "eu-west-1", SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "crossplane-system"}},
+		Tailscale: &v1alpha1.TailscaleAPI{OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "crossplane-system"}},
+	}}
+	awsCreds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "crossplane-system"},
+		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte("AKIA1"), v1alpha1.AWSSecretAccessKeyKey: []byte("s")}}
+	oauth := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-oauth", Namespace: "crossplane-system"},
+		Data: map[string][]byte{v1alpha1.OAuthClientIDKey: []byte("id"), v1alpha1.OAuthClientSecretKey: []byte("secret")}}
+	kube := newCluster(pc, awsCreds, oauth)
+	c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
+	connect := func() *external {
+		t.Helper()
+		mg := relayConfig()
+		mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"})
+		e, err := c.Connect(t.Context(), mg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.(*external)
+	}
+	first, second := connect(), connect()
+	if first.api != second.api || first.resolver.AWS != second.resolver.AWS || first.placement.EC2 != second.placement.EC2 {
+		t.Error("a second reconcile made new API clients with the same settings and credentials")
+	}
+	awsCreds.Data[v1alpha1.AWSAccessKeyIDKey] = []byte("AKIA2")
+	if err := kube.Update(t.Context(), awsCreds); err != nil {
+		t.Fatal(err)
+	}
+	if rotated := connect(); rotated.resolver.AWS == first.resolver.AWS || rotated.api != first.api {
+		t.Error("rotated AWS credentials: want new AWS clients and the same Tailscale API client")
+	}
+}
