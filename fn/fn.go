@@ -24,7 +24,9 @@ import (
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
 )
 
-// Response TTLs: come back soon while replicas wait for endpoints or pods.
+// Response TTLs: come back soon while replicas wait for endpoints or pods,
+// or while Crossplane does not hear the PeerRelay's events (unresponsive);
+// with realtime compositions the TTL is the only requeue.
 const (
 	ttlPending = 15 * time.Second
 	ttlReady   = 5 * time.Minute
@@ -108,7 +110,9 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	var cond *response.ConditionOption
 	if sum.ready {
 		cond = response.ConditionTrue(rsp, conditionReady, sum.reason)
-		rsp.Meta.Ttl = durationpb.New(ttlReady)
+		if !unresponsive(xr) {
+			rsp.Meta.Ttl = durationpb.New(ttlReady)
+		}
 	} else {
 		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
 	}

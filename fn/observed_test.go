@@ -2,7 +2,9 @@ package fn
 
 import (
 	"testing"
+	"time"
 
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 
@@ -65,6 +67,58 @@ func TestPodReadiness(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.obs.replica(tc.r, 0).podReady; got != tc.want {
 				t.Errorf("%s\npodReady: got %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTTL: a ready PeerRelay is composed again after ttlReady, unless
+// Crossplane's watch circuit breaker is open on it: then a change it drops
+// (a scale, say) must not wait minutes for the next requeue.
+func TestTTL(t *testing.T) {
+	svc := func(ip string) string {
+		return "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nstatus:\n  loadBalancer:\n    ingress: [{ip: " + ip + "}]"
+	}
+	rc := func(ep string) string {
+		return "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: [\"" + ep + "\"]"
+	}
+	sts := "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-x}\nstatus: {readyReplicas: 1}"
+	ready := map[string]string{"service-0": svc("203.0.113.10"), "relayconfig-0": rc("203.0.113.10:41641"), "statefulset-0": sts}
+	cases := map[string]struct {
+		reason   string
+		observed map[string]string
+		status   string
+		want     time.Duration
+	}{
+		"Pending": {
+			reason: "A PeerRelay that is not ready comes back soon.",
+			want:   ttlPending,
+		},
+		"Ready": {
+			reason:   "A ready PeerRelay comes back after ttlReady.",
+			observed: ready,
+			want:     ttlReady,
+		},
+		"ReadyBreakerOpen": {
+			reason:   "A ready PeerRelay whose watch circuit breaker is open comes back soon: Crossplane drops its watch events.",
+			observed: ready,
+			status:   `conditions: [{type: Responsive, status: "False", reason: WatchCircuitOpen, lastTransitionTime: "2026-01-01T00:00:00Z"}]`,
+			want:     ttlPending,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := map[string]*fnv1.Resource{}
+			for k, y := range tc.observed {
+				obs[k] = observedRes(t, y)
+			}
+			comp := xr(t, "replicas: 1")
+			if tc.status != "" {
+				comp = &fnv1.Resource{Resource: mustStruct(t, "apiVersion: peerrelay.io/v1alpha1\nkind: PeerRelay\nmetadata: {name: my-relay, namespace: team-a}\nspec:\n  replicas: 1\nstatus:\n  "+tc.status)}
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: comp, Resources: podAccess(t, obs)}})
+			if got := rsp.GetMeta().GetTtl().AsDuration(); got != tc.want {
+				t.Errorf("%s\nTTL %v, want %v", tc.reason, got, tc.want)
 			}
 		})
 	}
