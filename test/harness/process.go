@@ -21,11 +21,12 @@ type Process struct {
 }
 
 // StartProcess starts bin with args and env added to this process's
-// environment. It is stopped (SIGTERM, then SIGKILL after 10 s) when the
-// test ends, and its output is shown if the test failed.
-func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
+// environment, and as user when one is given (nil: this process's). It is
+// stopped (SIGTERM, then SIGKILL after 10 s) when the test ends, and its
+// output is shown if the test failed.
+func StartProcess(t testing.TB, name, bin string, args, env []string, user ...*syscall.Credential) *Process {
 	t.Helper()
-	p, err := TryStartProcess(t, name, bin, args, env)
+	p, err := TryStartProcess(t, name, bin, args, env, user...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 
 // TryStartProcess is StartProcess for goroutines other than the test's,
 // which may not call t.Fatal.
-func TryStartProcess(t testing.TB, name, bin string, args, env []string) (*Process, error) {
+func TryStartProcess(t testing.TB, name, bin string, args, env []string, user ...*syscall.Credential) (*Process, error) {
 	p := &Process{Name: name, Log: &SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -43,6 +44,9 @@ func TryStartProcess(t testing.TB, name, bin string, args, env []string) (*Proce
 	// dies with the test binary (a timed-out test runs no cleanup), rather
 	// than hold its ports for the next run.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if len(user) > 0 {
+		p.cmd.SysProcAttr.Credential = user[0]
+	}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", name, err)
 	}
@@ -83,6 +87,7 @@ func (p *Process) Stop() {
 	}
 }
 
+// Tail is the last n bytes of s, from a line's start.
 func Tail(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -19,26 +18,11 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
-// Daemon is a tailscaled the test runs, in userspace networking.
+// Daemon is a tailscaled the test runs, in userspace networking: a
+// harness.Process (its log, Pid, Exited) with its LocalAPI client.
 type Daemon struct {
+	*harness.Process
 	LocalClient *local.Client
-	Log         *harness.SyncBuffer
-
-	cmd  *exec.Cmd
-	done chan struct{} // closed when it exited
-}
-
-// Pid is its process ID.
-func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
-
-// Exited says whether it has exited.
-func (d *Daemon) Exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // DaemonOptions say how a tailscaled runs.
@@ -56,8 +40,8 @@ type DaemonOptions struct {
 	Env []string
 }
 
-// StartDaemon runs tailscaled; it is killed when the test ends, and its log
-// shown if the test failed.
+// StartDaemon runs tailscaled; it is stopped when the test ends, and its
+// log shown if the test failed.
 func StartDaemon(t testing.TB, o DaemonOptions) *Daemon {
 	t.Helper()
 	dir := t.TempDir()
@@ -75,27 +59,12 @@ func StartDaemon(t testing.TB, o DaemonOptions) *Daemon {
 	if o.Netns != "" {
 		argv = append([]string{"ip", "netns", "exec", o.Netns}, argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR="+dir, "TS_ASSUME_NETWORK_UP_FOR_TEST=1")
+	env := []string{"TS_DISABLE_PORTMAPPER=1", "TS_NO_LOGS_NO_SUPPORT=true", "TS_LOGS_DIR=" + dir, "TS_ASSUME_NETWORK_UP_FOR_TEST=1"}
 	if o.ControlURL != "" {
-		cmd.Env = append(cmd.Env, "TS_NETCHECK_GENERATE_204_URL="+o.ControlURL+"/generate_204")
+		env = append(env, "TS_NETCHECK_GENERATE_204_URL="+o.ControlURL+"/generate_204")
 	}
-	cmd.Env = append(cmd.Env, o.Env...)
-	d := &Daemon{LocalClient: &local.Client{Socket: sock, UseSocketOnly: true}, Log: &harness.SyncBuffer{}, cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.Log, d.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: o.User}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-d.done
-		if t.Failed() {
-			t.Logf("---- tailscaled %s output ----\n%s", o.ConfigFile, harness.Tail(d.Log.String(), 16<<10))
-		}
-	})
-	return d
+	p := harness.StartProcess(t, "tailscaled "+o.ConfigFile, argv[0], argv[1:], append(env, o.Env...), o.User)
+	return &Daemon{Process: p, LocalClient: &local.Client{Socket: sock, UseSocketOnly: true}}
 }
 
 // ClientConfig writes a plain client's config (no relay, logging in with a
