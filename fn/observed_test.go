@@ -76,14 +76,7 @@ func TestPodReadiness(t *testing.T) {
 // Crossplane's watch circuit breaker is open on it: then a change it drops
 // (a scale, say) must not wait minutes for the next requeue.
 func TestTTL(t *testing.T) {
-	svc := func(ip string) string {
-		return "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nstatus:\n  loadBalancer:\n    ingress: [{ip: " + ip + "}]"
-	}
-	rc := func(ep string) string {
-		return "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: [\"" + ep + "\"]"
-	}
-	sts := "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-x}\nstatus: {readyReplicas: 1}"
-	ready := map[string]string{"service-0": svc("203.0.113.10"), "relayconfig-0": rc("203.0.113.10:41641"), "statefulset-0": sts}
+	ready := map[string]string{"service-0": svcWithIP("203.0.113.10"), "relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "statefulset-0": sts(1)}
 	cases := map[string]struct {
 		reason   string
 		observed map[string]string

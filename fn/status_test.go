@@ -22,23 +22,29 @@ func observedRes(t *testing.T, y string) *fnv1.Resource {
 	return &fnv1.Resource{Resource: mustStruct(t, y)}
 }
 
-func TestRunFunctionStatus(t *testing.T) {
-	svcWithIP := func(ip string) string {
-		return "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nstatus:\n  loadBalancer:\n    ingress: [{ip: " + ip + "}]"
-	}
-	relayCfg := func(ready string, eps ...string) string {
-		y := "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"" + ready + "\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: ["
-		for i, e := range eps {
-			if i > 0 {
-				y += ", "
-			}
-			y += `"` + e + `"`
+// svcWithIP is an observed Service with a load balancer address.
+func svcWithIP(ip string) string {
+	return "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nstatus:\n  loadBalancer:\n    ingress: [{ip: " + ip + "}]"
+}
+
+// relayCfg is an observed RelayConfig, Ready or not, advertising eps.
+func relayCfg(ready string, eps ...string) string {
+	y := "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"" + ready + "\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]\n  atProvider:\n    endpoints: ["
+	for i, e := range eps {
+		if i > 0 {
+			y += ", "
 		}
-		return y + "]"
+		y += `"` + e + `"`
 	}
-	sts := func(ready int) string {
-		return "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-x}\nstatus: {readyReplicas: " + string(rune('0'+ready)) + "}"
-	}
+	return y + "]"
+}
+
+// sts is an observed StatefulSet with ready pods.
+func sts(ready int) string {
+	return "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: my-relay-x}\nstatus: {readyReplicas: " + string(rune('0'+ready)) + "}"
+}
+
+func TestRunFunctionStatus(t *testing.T) {
 	type want struct {
 		condition *fnv1.Condition
 		endpoints []any
