@@ -55,9 +55,21 @@ type connector struct {
 // would go wherever the tenant says.
 const FeatureNamespacedOverrides feature.Flag = "EnableNamespacedProviderConfigOverrides"
 
-// Connect returns an external client for one reconcile.
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.TypedExternalClient[*v1alpha1.RelayConfig], err error) {
-	defer func() { err = stable(err) }()
+// Connect returns an external client for one reconcile. A RelayConfig
+// deleted long ago whose provider config or credentials stay unusable gets
+// one without them (givenUp).
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (managed.TypedExternalClient[*v1alpha1.RelayConfig], error) {
+	e, err := c.connect(ctx, mg)
+	if err != nil {
+		if gone := c.givenUp(mg, err); gone != nil {
+			return gone, nil
+		}
+		return nil, stable(err)
+	}
+	return e, nil
+}
+
+func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*external, error) {
 	// A RelayConfig being deleted is not tracked: in a terminating
 	// namespace the API server refuses to create its ProviderConfigUsage
 	// again, and Connect failing would keep the finalizer for ever.
@@ -74,9 +86,6 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 		// Kept with Synced=False by the status write that reports this
 		// error: the function tells an unusable tailnet by this condition.
 		mg.SetConditions(providerConfigCondition(err))
-		if e := c.givenUp(mg, err); e != nil {
-			return e, nil
-		}
 		return nil, err
 	}
 	mg.SetConditions(providerConfigCondition(nil))
@@ -94,9 +103,6 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
-			if e := c.givenUp(mg, err); e != nil {
-				return e, nil
-			}
 			return nil, err
 		}
 		r.AWS = aws
@@ -105,9 +111,6 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (_ ma
 	if spec.Tailscale != nil {
 		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)
 		if err != nil {
-			if e := c.givenUp(mg, err); e != nil {
-				return e, nil
-			}
 			return nil, err
 		}
 		e.api = api
