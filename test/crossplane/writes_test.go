@@ -201,6 +201,24 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 	s.namespaceWithKey(t, ns)
 	s.applyPeerRelay(t, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
 	s.waitReady(ctx, t, ns, name, 90*time.Second)
+	// Converged means every replica has logged in and its RelayConfig has
+	// recorded the device ID, its last write: PeerRelayReady does not wait
+	// for the login, which lags on a loaded machine.
+	harness.Eventually(t, 90*time.Second, "every RelayConfig of "+ns+" records its device", func(context.Context) error {
+		rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
+		if err != nil {
+			return err
+		}
+		for _, rc := range rcs {
+			if id, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "deviceID"); id == "" {
+				return fmt.Errorf("RelayConfig %s has no device ID yet", rc.GetName())
+			}
+		}
+		if len(rcs) != replicas {
+			return fmt.Errorf("%d of %d RelayConfigs", len(rcs), replicas)
+		}
+		return nil
+	})
 	// Let what is in flight land: Crossplane's own status writes and the
 	// provider's last observation.
 	time.Sleep(5 * time.Second)
