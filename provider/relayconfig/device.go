@@ -53,7 +53,7 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if err := replicaDevice(mg, d); err != nil {
+	if err := replicaDevice(mg, d, e.allowedTags); err != nil {
 		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s recorded in state Secret %s was not deleted: %w", id, mg.Spec.ForProvider.StateSecretName, err)))
 		return nil, nil
 	}
@@ -62,8 +62,14 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 
 // replicaDevice says why d is not the replica's device, or nil when it is:
 // it has the replica's hostname, it was created after the RelayConfig, and
-// when the provider mints the replica's keys it carries exactly their tags.
-func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device) error {
+// it is tagged: with exactly the minted tags when the provider mints the
+// replica's keys, else (a key the tenant supplies, whose tags the provider
+// cannot know) only with tags the provider config's policy allows, if it
+// names any. A tenant chooses the hostname; the tags are what keeps it from
+// a device it does not own. A person's device carries no tags and is never
+// a replica's. Tenants sharing one set of tags share one trust domain:
+// policy gives each team its own tags.
+func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed []string) error {
 	p := mg.Spec.ForProvider
 	if d.Hostname != p.Hostname {
 		return fmt.Errorf("its hostname is %q, not this replica's %q", d.Hostname, p.Hostname)
@@ -71,8 +77,13 @@ func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device) error {
 	if created := mg.GetCreationTimestamp().Time; d.Created.Before(created.Add(-clockSkew)) {
 		return fmt.Errorf("it was created at %s, before this RelayConfig (%s)", d.Created.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
 	}
-	if p.AuthKeySecretRef == nil && !sameTags(d.Tags, p.Tags) {
+	switch {
+	case len(d.Tags) == 0:
+		return fmt.Errorf("it carries no tags: a person's device, not a relay's")
+	case p.AuthKeySecretRef == nil && !sameTags(d.Tags, p.Tags):
 		return fmt.Errorf("its tags %v are not those of the keys minted for this replica %v", d.Tags, p.Tags)
+	case len(allowed) > 0 && slices.ContainsFunc(d.Tags, func(t string) bool { return !slices.Contains(allowed, t) }):
+		return fmt.Errorf("its tags %v are not all among those the provider config's policy allows %v", d.Tags, allowed)
 	}
 	return nil
 }

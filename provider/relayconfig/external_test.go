@@ -359,7 +359,7 @@ func TestObserve(t *testing.T) {
 				rc.Status.AtProvider.DeviceID = "dev-1"
 			}),
 			objs: []client.Object{service()},
-			api:  &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}}},
+			api:  &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, deviceID: "dev-1"},
 		},
 		"DeletingDeviceGone": {
@@ -479,6 +479,7 @@ func TestWrites(t *testing.T) {
 		wantEvent    string // a substring of the one Warning event; "" for none
 		wantRevoked  []string
 		deleting     bool // the RelayConfig is being deleted
+		allowedTags  []string
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -561,7 +562,7 @@ func TestWrites(t *testing.T) {
 		"DeleteWithAPI": {
 			reason:      "Delete removes the recorded device through the API once the tailnet says it is the replica's, then the config Secret.",
 			objs:        []client.Object{config},
-			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}}},
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
 			deviceID:    "dev-1",
 			call:        del,
 			wantWrites:  []string{"delete Secret/r-0-config"},
@@ -575,6 +576,25 @@ func TestWrites(t *testing.T) {
 			call:       del,
 			wantWrites: []string{"delete Secret/r-0-config"},
 			wantEvent:  `device dev-9 recorded in state Secret r-0 was not deleted: its hostname is "alice-laptop", not this replica's "r-0"`,
+		},
+		"DeleteUntaggedDevice": {
+			reason:     "A person's device (untagged) under the replica's hostname, which the tenant chose, is not deleted.",
+			objs:       []client.Object{config},
+			api:        &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "r-0"}}},
+			deviceID:   "dev-9",
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
+			wantEvent:  "device dev-9 recorded in state Secret r-0 was not deleted: it carries no tags",
+		},
+		"DeleteTagsOutsidePolicy": {
+			reason:      "With a key the tenant supplies, a device whose tags the provider config's policy does not give this tenant (another team's relay) is not deleted.",
+			objs:        []client.Object{config},
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "r-0", Tags: []string{"tag:team-b"}}}},
+			allowedTags: []string{"tag:team-a"},
+			deviceID:    "dev-9",
+			call:        del,
+			wantWrites:  []string{"delete Secret/r-0-config"},
+			wantEvent:   "device dev-9 recorded in state Secret r-0 was not deleted: its tags [tag:team-b] are not all among those the provider config's policy allows [tag:team-a]",
 		},
 		"DeleteDeviceGone": {
 			reason:     "A device the tailnet no longer has is not deleted again.",
@@ -602,7 +622,7 @@ func TestWrites(t *testing.T) {
 		"DeleteIgnoresForeignStateSecret": {
 			reason:      "A state Secret someone else controls neither holds the deletion up nor names a device to delete: the device recorded before is the one checked and deleted.",
 			objs:        []client.Object{config, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
-			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0"}, "dev-9": {ID: "dev-9", Hostname: "r-0"}}},
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}, "dev-9": {ID: "dev-9", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
 			deviceID:    "dev-1",
 			deleting:    true,
 			call:        del,
@@ -627,7 +647,7 @@ func TestWrites(t *testing.T) {
 			}
 			kube := c
 			var recorded events
-			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded}
+			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags}
 			if tc.api != nil {
 				e.api = tc.api
 			}
