@@ -15,7 +15,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
@@ -189,13 +188,9 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 	_ = ownSecret(s, mg, "") // new: nobody else controls it
 	err := e.kube.Create(ctx, s)
 	if kerrors.IsAlreadyExists(err) {
-		// Ours, not in the cache yet; or someone else's, which the cache
-		// (our Secrets only) does not hold: the pod must not log in with
-		// another's state.
-		err = e.read.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, s)
-		if err == nil && !metav1.IsControlledBy(s, mg) {
-			return errForeignSecret(s.Name, "spec.forProvider.stateSecretName")
-		}
+		// Ours, not in the cache yet; or someone else's: the pod must not
+		// log in with another's state.
+		err = e.notForeign(ctx, mg, s.Name, "spec.forProvider.stateSecretName")
 	}
 	if err != nil {
 		return fmt.Errorf("cannot create state Secret %s: %w", s.Name, err)
@@ -245,15 +240,20 @@ func mintedKeyFile(mg *v1alpha1.RelayConfig, id string) string {
 // returns the config's reference to it.
 func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, error) {
 	name := mg.GetName() + v1alpha1.MintedAuthKeySuffix
+	field := "metadata.name (the minted key's Secret is <name>" + v1alpha1.MintedAuthKeySuffix + ")"
+	// A key is minted only where it can be written: a Secret someone else
+	// wrote under its name (the cache does not hold it) is refused first.
+	if err := e.notForeign(ctx, mg, name, field); err != nil {
+		return "", err
+	}
 	id, key, expires, err := e.api.CreateAuthKey(ctx, mg.Spec.ForProvider.Tags, "peer relay "+mg.GetNamespace()+"/"+mg.GetName())
 	if err != nil {
 		return "", err
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mg.GetNamespace()}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+	if err := e.writeSecret(ctx, mg, s, field, func() {
 		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id}
 		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
-		return ownSecret(s, mg, "metadata.name (the minted key's Secret is <name>"+v1alpha1.MintedAuthKeySuffix+")")
 	}); err != nil {
 		// A key nobody can read is revoked at once: the next attempt mints
 		// another, and no usable key is left behind in the tailnet.

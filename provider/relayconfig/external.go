@@ -254,11 +254,43 @@ func (e *external) writeConfig(ctx context.Context, mg *v1alpha1.RelayConfig) er
 		return err
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace()}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+	if err := e.writeSecret(ctx, mg, s, "spec.forProvider.configSecretName", func() {
 		s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
-		return ownSecret(s, mg, "spec.forProvider.configSecretName")
 	}); err != nil {
 		return fmt.Errorf("cannot write config Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// writeSecret creates or updates s, a Secret of the RelayConfig's named by
+// field, with fill's content. The provider's cache holds only its own
+// Secrets: a create refused as AlreadyExists is either ours, not cached
+// yet, or a Secret someone else wrote under that name, never taken over.
+func (e *external) writeSecret(ctx context.Context, mg *v1alpha1.RelayConfig, s *corev1.Secret, field string, fill func()) error {
+	_, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+		fill()
+		return ownSecret(s, mg, field)
+	})
+	if kerrors.IsAlreadyExists(err) {
+		if ferr := e.notForeign(ctx, mg, s.Name, field); ferr != nil {
+			return ferr
+		}
+	}
+	return err
+}
+
+// notForeign reads Secret name past the cache and says, when it exists and
+// is not controlled by the RelayConfig, that it is someone else's.
+func (e *external) notForeign(ctx context.Context, mg *v1alpha1.RelayConfig, name, field string) error {
+	s := &corev1.Secret{}
+	err := e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
+	switch {
+	case kerrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot get Secret %s: %w", name, err)
+	case !metav1.IsControlledBy(s, mg):
+		return errForeignSecret(name, field)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -480,6 +481,8 @@ func TestWrites(t *testing.T) {
 		wantRevoked  []string
 		deleting     bool // the RelayConfig is being deleted
 		allowedTags  []string
+		uncached     []client.Object // seen only past the cache
+		wantMinted   int
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -505,13 +508,12 @@ func TestWrites(t *testing.T) {
 			wantErr: "the Secret r-0-config exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName",
 		},
 		"MintRefusesForeign": {
-			reason:      "A Secret under the minted key's name that the RelayConfig does not control is not overwritten with a key, and the key minted is revoked.",
-			objs:        []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}}}},
-			mintKey:     true,
-			api:         &fakeAPI{},
-			call:        update,
-			wantErr:     "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
-			wantRevoked: []string{"k1"},
+			reason:  "A Secret under the minted key's name that the RelayConfig does not control is not overwritten, and no key is minted for it.",
+			objs:    []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy}}}},
+			mintKey: true,
+			api:     &fakeAPI{},
+			call:    update,
+			wantErr: "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
 		},
 		"MintWriteFails": {
 			reason:      "A minted key whose Secret cannot be written is revoked: the retry mints another, and no usable key is left in the tailnet.",
@@ -521,6 +523,22 @@ func TestWrites(t *testing.T) {
 			call:        update,
 			wantErr:     "the key minted for it, k1, is revoked",
 			wantRevoked: []string{"k1"},
+			wantMinted:  1,
+		},
+		"UpdateRefusesUncachedForeign": {
+			reason:   "A config Secret someone else wrote carries none of the provider's labels, so the cache does not hold it: the refused create is read past the cache and named as foreign.",
+			uncached: []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
+			fail:     map[string]error{"create Secret/r-0-config": kerrors.NewAlreadyExists(corev1.Resource("secrets"), "r-0-config")},
+			call:     update,
+			wantErr:  "the Secret r-0-config exists and is not controlled by this RelayConfig: choose another spec.forProvider.configSecretName",
+		},
+		"MintRefusesUncachedForeign": {
+			reason:   "A Secret under the minted key's name that only an uncached read sees is refused before a key is minted.",
+			uncached: []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-authkey", Namespace: ns}}},
+			mintKey:  true,
+			api:      &fakeAPI{},
+			call:     update,
+			wantErr:  "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
 		},
 		"StateSecretForeign": {
 			reason:       "A state Secret under the name the RelayConfig gives that is another's (a tenant's, another replica's) is not used: the pod must not log in with another's state.",
@@ -536,6 +554,7 @@ func TestWrites(t *testing.T) {
 			call:       update,
 			wantWrites: []string{"create Secret/r-0-authkey", "create Secret/r-0-config"},
 			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
+			wantMinted: 1,
 		},
 		"UpdateMintReplaces": {
 			reason:     "A new key replaces the old one in R-i-authkey.",
@@ -545,6 +564,7 @@ func TestWrites(t *testing.T) {
 			call:       update,
 			wantWrites: []string{"update Secret/r-0-authkey", "update Secret/r-0-config"},
 			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
+			wantMinted: 1,
 		},
 		"MintFails": {
 			reason:  "A failed mint writes nothing, and no key reaches the error.",
@@ -647,7 +667,11 @@ func TestWrites(t *testing.T) {
 			}
 			kube := c
 			var recorded events
-			e := &external{kube: kube, read: kube, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags}
+			var read client.Reader = kube
+			if tc.uncached != nil {
+				read = newCluster(tc.uncached...)
+			}
+			e := &external{kube: kube, read: read, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags}
 			if tc.api != nil {
 				e.api = tc.api
 			}
@@ -678,6 +702,9 @@ func TestWrites(t *testing.T) {
 			if tc.api != nil {
 				if diff := cmp.Diff(tc.wantDeleted, tc.api.deleted, cmpEmpty); diff != "" {
 					t.Errorf("%s\ndevices deleted (-want +got):\n%s", tc.reason, diff)
+				}
+				if tc.api.minted != tc.wantMinted {
+					t.Errorf("%s\nkeys minted: %d, want %d", tc.reason, tc.api.minted, tc.wantMinted)
 				}
 				if diff := cmp.Diff(tc.wantRevoked, tc.api.revoked, cmpEmpty); diff != "" {
 					t.Errorf("%s\nkeys revoked (-want +got):\n%s", tc.reason, diff)

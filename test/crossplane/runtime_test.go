@@ -78,33 +78,11 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 	}
 
 	// Each replica's device, as the provider recorded it, is deleted
-	// through the API when the PeerRelay goes.
-	// The tailnet knows each device by the hostname and tags its key was
-	// minted for, as the provider checks before deleting it.
-	var devices []string
-	known := map[string]tailnettest.Device{}
-	harness.Eventually(t, time.Minute, "device IDs recorded", func(context.Context) error {
-		rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
-		if err != nil {
-			return err
-		}
-		devices = nil
-		for _, rc := range rcs {
-			if id, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "deviceID"); id != "" {
-				devices = append(devices, id)
-				host, _, _ := unstructured.NestedString(rc.Object, "spec", "forProvider", "hostname")
-				tags, _, _ := unstructured.NestedStringSlice(rc.Object, "spec", "forProvider", "tags")
-				known[id] = tailnettest.Device{Hostname: host, Tags: tags, Created: time.Now()}
-			}
-		}
-		if len(devices) != 2 {
-			return fmt.Errorf("%d of 2 device IDs", len(devices))
-		}
-		return nil
-	})
-	for _, id := range devices {
-		api.AddDevice(id, known[id])
-	}
+	// through the API when the PeerRelay goes. The tailnet knows each
+	// device by the hostname and tags its key was minted for, as the
+	// provider checks before deleting it.
+	devices := s.recordDevices(ctx, t, api, ns, 2)
+	t.Run("HostileTenant", func(t *testing.T) { s.hostileTenant(ctx, t, api, ns, tailnet, devices) })
 	if out, err := s.Kubectl(t, "-n", ns, "delete", "peerrelay", name, "--timeout=90s"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

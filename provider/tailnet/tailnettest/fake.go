@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +94,7 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"message":"unauthorized"}`))
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/tailnet/-/keys":
 		f.keys++
-		id := "k" + string(rune('0'+f.keys))
+		id := "k" + strconv.Itoa(f.keys)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": id, "key": "tskey-auth-" + id + "-CONTRACTSECRET",
 			"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
@@ -145,6 +148,13 @@ func (f *FakeAPI) HasDevice(id string) bool {
 	defer f.mu.Unlock()
 	_, ok := f.Devices[id]
 	return ok
+}
+
+// DeviceIDs returns the IDs of the devices that exist, sorted.
+func (f *FakeAPI) DeviceIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.Devices))
 }
 
 // AddDevice makes a device exist.

@@ -1,0 +1,255 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
+	"github.com/peerrelay/peerrelay/test/harness"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
+)
+
+// evilNamespace is the hostile tenant's: it may write PeerRelays and
+// Secrets there, and nothing else.
+const evilNamespace = "team-evil"
+
+// hostileTenant plays a tenant of namespace team-evil against the running
+// system while another team's PeerRelay (victimNS/victim, on
+// ClusterProviderConfig victimTailnet, with victimDevices in the tailnet,
+// by RelayConfig)
+// runs. The platform gives team-evil a ClusterProviderConfig of its own
+// that mints only tag:team-evil, and keeps victimTailnet for victimNS. The
+// tenant asks for the other team's tailnet and for tag:admin, squats the
+// name of a config Secret, names its replicas as the victim's and writes
+// a victim device's ID into a replica's state Secret, and finally has its
+// namespace deleted. Nothing outside team-evil changes: no Secret, no
+// device but its own, no key with tags it was not given; its own devices
+// go with its namespace, within 60 s.
+func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnettest.FakeAPI, victimNS, victimTailnet string, victimDevices map[string]string) {
+	const ownTailnet, ownTag = "team-evil-tailnet", "tag:team-evil"
+	// The platform's side: each team its own ClusterProviderConfig.
+	if out, err := s.Kubectl(t, "patch", "clusterproviderconfig.relay.peerrelay.io", victimTailnet, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"policy":{"namespaces":[%q]}}}`, victimNS)); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"tailnet-oauth","namespace":%q}},"policy":{"namespaces":[%q],"tags":[%q]}}}`,
+			relayAPI, ownTailnet, api.URL, xpharness.CrossplaneNamespace, evilNamespace, ownTag))
+	// A person's device, untagged, long in the tailnet.
+	api.AddDevice("laptop-1", tailnettest.Device{Hostname: "ops-laptop", Created: time.Now().Add(-365 * 24 * time.Hour)})
+	if out, err := s.Kubectl(t, "create", "namespace", evilNamespace); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	secretsBefore := s.secretVersions(ctx, t)
+	devicesBefore := api.DeviceIDs()
+	callsBefore := len(api.Recorded())
+
+	// Another team's tailnet.
+	s.applyPeerRelay(t, evilNamespace, "borrow", "replicas: 1\ntailnet: "+victimTailnet)
+	s.waitRefused(ctx, t, "borrow", "TailnetUnavailable", "may not be used from namespace team-evil")
+	// Tags its tailnet does not give it.
+	s.applyPeerRelay(t, evilNamespace, "admin", "replicas: 1\ntailnet: "+ownTailnet+"\ntags: [\"tag:admin\"]")
+	s.waitRefused(ctx, t, "admin", "NoAuthKey", "[tag:admin] are not allowed by the provider config's spec.policy.tags")
+	// A config Secret's name, taken before the PeerRelay composes it.
+	squat := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: evilNamespace, Name: "squat-0-config"}, StringData: map[string]string{"cfg": "mine"}}
+	if err := s.Admin.Create(ctx, squat); err != nil {
+		t.Fatal(err)
+	}
+	s.applyPeerRelay(t, evilNamespace, "squat", "replicas: 1\ntailnet: "+ownTailnet+"\ntags: [\""+ownTag+"\"]")
+	harness.Eventually(t, 90*time.Second, "the squatted config Secret refused", func(ctx context.Context) error {
+		rc, err := s.Get(ctx, relayAPI, "RelayConfig", evilNamespace, "squat-0")
+		if err != nil {
+			return err
+		}
+		if st, msg := condition(rc, "Synced"); st != "False" || !strings.Contains(msg, "the Secret squat-0-config exists and is not controlled by this RelayConfig") {
+			return fmt.Errorf("Synced %s: %s", st, msg)
+		}
+		return nil
+	})
+	// Replicas named as the victim's, on its own tailnet: they run. Their
+	// devices are in the tailnet (played here, as in providerFromImage).
+	s.applyPeerRelay(t, evilNamespace, "legit", "replicas: 2\nhostnamePrefix: relay\ntailnet: "+ownTailnet+"\ntags: [\""+ownTag+"\"]")
+	s.waitReady(ctx, t, evilNamespace, "legit", 3*time.Minute)
+	own := s.recordDevices(ctx, t, api, evilNamespace, 2)
+	// A victim's device ID in a replica's state Secret: same hostname as
+	// that replica, created minutes ago.
+	victimID, tampered := victimDevices["relay-1"], own["legit-1"]
+	state := &corev1.Secret{}
+	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: evilNamespace, Name: "legit-1"}, state); err != nil {
+		t.Fatal(err)
+	}
+	state.Data["device_id"] = []byte(victimID)
+	if err := s.Admin.Update(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 90*time.Second, "the tampered device ID recorded", func(ctx context.Context) error {
+		rc, err := s.Get(ctx, relayAPI, "RelayConfig", evilNamespace, "legit-1")
+		if err != nil {
+			return err
+		}
+		if id, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "deviceID"); id != victimID {
+			return fmt.Errorf("deviceID %q", id)
+		}
+		return nil
+	})
+
+	if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: evilNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	harness.Eventually(t, 60*time.Second, "namespace "+evilNamespace+" gone", func(ctx context.Context) error {
+		err := s.Admin.Get(ctx, types.NamespacedName{Name: evilNamespace}, &corev1.Namespace{})
+		if kerrors.IsNotFound(err) {
+			return nil
+		}
+		rcs, _ := s.List(ctx, relayAPI, "RelayConfig", evilNamespace)
+		var left []string
+		for _, rc := range rcs {
+			_, msg := condition(&rc, "Synced")
+			left = append(left, rc.GetName()+fmt.Sprint(rc.GetFinalizers())+" "+msg)
+		}
+		return fmt.Errorf("namespace still there (%v), RelayConfigs left: %v", err, left)
+	})
+	t.Logf("namespace %s gone %s after its deletion", evilNamespace, time.Since(deleted).Round(100*time.Millisecond))
+
+	// Its own untampered device went; the tampered replica's device is
+	// left (the tenant's loss); nobody else's was touched.
+	want := slices.Sorted(slices.Values(append(slices.Clone(devicesBefore), tampered)))
+	if got := api.DeviceIDs(); !slices.Equal(got, want) {
+		t.Errorf("devices after the namespace went: %v, want %v (before %v, the tenant's %v)", got, want, devicesBefore, own)
+	}
+	calls := api.Recorded()[callsBefore:]
+	for _, c := range calls {
+		switch {
+		case c.Method == "DELETE" && strings.HasPrefix(c.Path, "/api/v2/device/") && c.Path != "/api/v2/device/"+own["legit-0"]:
+			t.Errorf("the tenant's actions deleted device %s", strings.TrimPrefix(c.Path, "/api/v2/device/"))
+		case c.Method == "POST" && c.Path == "/api/v2/tailnet/-/keys":
+			if tags := mintedTags(c); !slices.Equal(tags, []string{ownTag}) {
+				t.Errorf("a key was minted for the tenant with tags %v, want only [%s]", tags, ownTag)
+			}
+		}
+	}
+	if countCalls(api, "GET", "/api/v2/device/"+victimID) == 0 {
+		t.Errorf("the provider never looked up the tampered device ID %s (replica legit-1, own device %s): the check was not exercised", victimID, tampered)
+	}
+	if diff := diffVersions(secretsBefore, s.secretVersions(ctx, t)); len(diff) > 0 {
+		t.Errorf("Secrets outside %s changed: %v", evilNamespace, diff)
+	}
+}
+
+// applyJSON applies each object.
+func (s *system) applyJSON(t *testing.T, objs ...string) {
+	t.Helper()
+	for _, o := range objs {
+		if out, err := s.KubectlIn(t, []byte(o), "apply", "-f", "-"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// waitRefused waits until the tenant's PeerRelay name says reason, with
+// msg in its message, and checks nothing was minted for it.
+func (s *system) waitRefused(ctx context.Context, t *testing.T, name, reason, msg string) {
+	t.Helper()
+	harness.Eventually(t, 90*time.Second, "PeerRelay "+name+" refused", func(ctx context.Context) error {
+		pr, err := s.Get(ctx, v2API, "PeerRelay", evilNamespace, name)
+		if err != nil {
+			return err
+		}
+		if st, m := condition(pr, "PeerRelayReady"); st != "False" || !strings.HasPrefix(m, reason+": ") || !strings.Contains(m, msg) {
+			return fmt.Errorf("PeerRelayReady %s: %s", st, m)
+		}
+		return nil
+	})
+	keys := &corev1.SecretList{}
+	if err := s.Admin.List(ctx, keys, client.InNamespace(evilNamespace), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys.Items {
+		if strings.HasSuffix(k.Name, "-authkey") {
+			t.Errorf("refused PeerRelay %s got a key Secret %s", name, k.Name)
+		}
+	}
+}
+
+// recordDevices waits for the device IDs of namespace ns's replicas, adds
+// each to the tailnet as the replica's (hostname, tags), and returns them by
+// RelayConfig.
+func (s *system) recordDevices(ctx context.Context, t *testing.T, api *tailnettest.FakeAPI, ns string, n int) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	harness.Eventually(t, time.Minute, "device IDs recorded in "+ns, func(ctx context.Context) error {
+		rcs, err := s.List(ctx, relayAPI, "RelayConfig", ns)
+		if err != nil {
+			return err
+		}
+		clear(ids)
+		for _, rc := range rcs {
+			if id, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "deviceID"); id != "" {
+				ids[rc.GetName()] = id
+				host, _, _ := unstructured.NestedString(rc.Object, "spec", "forProvider", "hostname")
+				tags, _, _ := unstructured.NestedStringSlice(rc.Object, "spec", "forProvider", "tags")
+				api.AddDevice(id, tailnettest.Device{Hostname: host, Tags: tags, Created: time.Now()})
+			}
+		}
+		if len(ids) != n {
+			return fmt.Errorf("%d of %d device IDs: %v", len(ids), n, ids)
+		}
+		return nil
+	})
+	return ids
+}
+
+// secretVersions returns the resourceVersion of every Secret outside the
+// hostile tenant's namespace.
+func (s *system) secretVersions(ctx context.Context, t *testing.T) map[string]string {
+	t.Helper()
+	l := &corev1.SecretList{}
+	if err := s.Admin.List(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, sec := range l.Items {
+		if sec.Namespace != evilNamespace {
+			out[sec.Namespace+"/"+sec.Name] = sec.ResourceVersion
+		}
+	}
+	return out
+}
+
+func diffVersions(before, after map[string]string) []string {
+	var diff []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if v, ok := after[k]; !ok {
+			diff = append(diff, k+" deleted")
+		} else if v != before[k] {
+			diff = append(diff, k+" written")
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			diff = append(diff, k+" created")
+		}
+	}
+	return diff
+}
+
+// mintedTags are the tags a recorded key request asked for.
+func mintedTags(c tailnettest.Call) []string {
+	create, _, _ := unstructured.NestedSlice(c.Body, "capabilities", "devices", "create", "tags")
+	var tags []string
+	for _, v := range create {
+		tags = append(tags, fmt.Sprint(v))
+	}
+	return tags
+}
