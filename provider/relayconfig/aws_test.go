@@ -23,6 +23,7 @@ import (
 // away: the lookup fails, the last good endpoints stay in the config, and
 // Synced says why.
 func TestAWSResolutionAndOutage(t *testing.T) {
+	t.Parallel() // its outage is mostly waiting
 	m := cloud.StartMoto(t)
 	ctx := context.Background()
 	host := m.CreateNLB(t, "relay-0")

@@ -6,9 +6,12 @@ package tailnet
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 	tsapi "tailscale.com/client/tailscale/v2"
 )
 
@@ -23,6 +26,11 @@ const DefaultBaseURL = "https://api.tailscale.com"
 // unused, and is replaced at once when tailscaled reports it refused, so
 // a longer life buys nothing but exposure.
 const KeyExpiry = 24 * time.Hour
+
+// Timeout bounds one API call, the OAuth token request it may need
+// included: a slow or silent API holds a reconcile no longer than this, and
+// the managed reconciler backs off.
+const Timeout = 10 * time.Second
 
 // API is what the provider needs from the Tailscale API.
 type API interface {
@@ -47,11 +55,23 @@ type Device struct {
 
 // Client is the API over tailscale.com/client/tailscale/v2 with an OAuth
 // client's credentials.
-type Client struct{ c *tsapi.Client }
+type Client struct {
+	c       *tsapi.Client
+	timeout time.Duration
+}
+
+// call bounds one API call by the client's timeout.
+func (c *Client) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
 
 // New returns a client for tailnet ("-" for the OAuth client's own) at
 // baseURL ("" for Tailscale's).
 func New(baseURL, tailnet, clientID, clientSecret string) (*Client, error) {
+	return newClient(baseURL, tailnet, clientID, clientSecret, Timeout)
+}
+
+func newClient(baseURL, tailnet, clientID, clientSecret string, timeout time.Duration) (*Client, error) {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
@@ -62,16 +82,34 @@ func New(baseURL, tailnet, clientID, clientSecret string) (*Client, error) {
 	if tailnet == "" {
 		tailnet = "-"
 	}
+	// tsapi.OAuth fetches tokens with a client of its own, without a
+	// timeout and past Retry-After: the token source here shares both
+	// with the API calls.
+	hc := &http.Client{Timeout: timeout, Transport: &retryAfter{next: http.DefaultTransport, now: time.Now}}
+	tokens := clientcredentials.Config{
+		ClientID: clientID, ClientSecret: clientSecret,
+		Scopes:   []string{"auth_keys", "devices:core"},
+		TokenURL: baseURL + "/api/v2/oauth/token",
+		// One request per token: the default tries a second style after a
+		// failure, which doubles every failure's requests.
+		AuthStyle: oauth2.AuthStyleInHeader,
+	}
+	source := oauth2.ReuseTokenSource(nil, tokens.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, hc)))
 	return &Client{c: &tsapi.Client{
 		BaseURL:   u,
 		Tailnet:   tailnet,
 		UserAgent: "provider-peerrelay",
-		Auth:      &tsapi.OAuth{ClientID: clientID, ClientSecret: clientSecret, Scopes: []string{"auth_keys", "devices:core"}},
-	}}, nil
+		// No Timeout here: http.Client cancels a timed-out oauth2.Transport
+		// through its deprecated CancelRequest, which only logs. Each call
+		// has a context deadline instead (call).
+		HTTP: &http.Client{Transport: &oauth2.Transport{Base: hc.Transport, Source: source}},
+	}, timeout: timeout}, nil
 }
 
 // CreateAuthKey mints a key for one relay replica.
 func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description string) (string, string, time.Time, error) {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	var req tsapi.CreateKeyRequest
 	req.Capabilities.Devices.Create.Reusable = false
 	req.Capabilities.Devices.Create.Ephemeral = false
@@ -88,6 +126,8 @@ func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description s
 
 // RevokeKey revokes the auth key; a key already gone is success.
 func (c *Client) RevokeKey(ctx context.Context, id string) error {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	if err := c.c.Keys().Delete(ctx, id); err != nil && !tsapi.IsNotFound(err) {
 		return fmt.Errorf("cannot revoke auth key %s: %w", id, err)
 	}
@@ -96,6 +136,8 @@ func (c *Client) RevokeKey(ctx context.Context, id string) error {
 
 // Device returns the device, or nil when the tailnet has none by that ID.
 func (c *Client) Device(ctx context.Context, id string) (*Device, error) {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	d, err := c.c.Devices().Get(ctx, id)
 	if tsapi.IsNotFound(err) {
 		return nil, nil
@@ -108,6 +150,8 @@ func (c *Client) Device(ctx context.Context, id string) (*Device, error) {
 
 // DeleteDevice removes the device; a device already gone is success.
 func (c *Client) DeleteDevice(ctx context.Context, id string) error {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	if err := c.c.Devices().Delete(ctx, id); err != nil && !tsapi.IsNotFound(err) {
 		return fmt.Errorf("cannot delete tailnet device %s: %w", id, err)
 	}

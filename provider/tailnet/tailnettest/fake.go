@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,6 +33,21 @@ type FakeAPI struct {
 	FailNext int               // answer the next N device deletions with 500
 	keys     int
 	revoked  []string
+	fault    Fault
+	faulted  int
+}
+
+// Fault is how the fake answers every request while it is set: the
+// failures of the real API a client must survive.
+type Fault struct {
+	// Status answers with this HTTP status (429, 500, 503, ...), each
+	// body with a request ID of its own, as the real API's errors carry.
+	Status int
+	// RetryAfter, with Status 429, is the Retry-After header's seconds.
+	RetryAfter int
+	// Delay answers this much later (or not at all, when the client gives
+	// up first: a timeout).
+	Delay time.Duration
 }
 
 // Device is what the fake knows of a device.
@@ -69,8 +85,6 @@ func StartFakeAPITLS(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeA
 }
 
 func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	raw, _ := io.ReadAll(r.Body)
 	c := Call{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization")}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -78,8 +92,30 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	} else if len(raw) > 0 {
 		c.Body = map[string]any{"form": string(raw)}
 	}
+	f.mu.Lock()
 	f.Calls = append(f.Calls, c)
+	fault := f.fault
+	if fault != (Fault{}) {
+		f.faulted++
+	}
+	f.mu.Unlock()
+	if fault.Delay > 0 {
+		select {
+		case <-time.After(fault.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
+	if fault.Status != 0 {
+		if fault.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(fault.RetryAfter))
+		}
+		f.fail(w, fault.Status)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/oauth/token":
 		id, secret, ok := r.BasicAuth()
@@ -117,10 +153,7 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimPrefix(r.URL.Path, "/api/v2/device/")
 		if f.FailNext > 0 {
 			f.FailNext--
-			// A request ID of its own every time, as the real API's
-			// errors carry: what a condition message must not.
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = fmt.Fprintf(w, `{"message":"internal error, request id: %d-%d"}`, time.Now().UnixNano(), len(f.Calls))
+			f.fail(w, http.StatusInternalServerError)
 			return
 		}
 		if _, ok := f.Devices[id]; !ok {
@@ -133,6 +166,30 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"message":"no such endpoint in the contract"}`))
 	}
+}
+
+// fail answers status with a request ID of its own every time, as the
+// real API's errors carry: what a condition message must not.
+func (f *FakeAPI) fail(w http.ResponseWriter, status int) {
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"message":"%s, request id: %d"}`, strings.ToLower(http.StatusText(status)), requestIDs.Add(1)+time.Now().UnixNano())
+}
+
+var requestIDs atomic.Int64
+
+// SetFault makes every request answer as x says, until it is set again;
+// Fault{} answers normally.
+func (f *FakeAPI) SetFault(x Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fault = x
+}
+
+// Faulted returns how many requests met a fault.
+func (f *FakeAPI) Faulted() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.faulted
 }
 
 // SetFailNext makes the next n device deletions answer 500.

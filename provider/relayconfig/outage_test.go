@@ -1,0 +1,83 @@
+package relayconfig_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
+	"github.com/peerrelay/peerrelay/test/harness"
+	"github.com/peerrelay/peerrelay/test/harness/providertest"
+)
+
+// outage is how long TestTailscaleAPIOutage holds the API down: long
+// enough for the managed reconciler's backoff (1 s doubling to 60 s) to
+// reach its cap.
+const outage = 90 * time.Second
+
+// TestTailscaleAPIOutage: a replica needs a new key while the Tailscale
+// API answers 500, each answer with a request ID of its own, for 90 s.
+// The RelayConfig says so once and is not written again; the provider's
+// requests follow the reconciler's backoff (attempts 1, 3, 7, 15, 31 and
+// 63 s after the first failure: 6), not a retry per status write; once the
+// API is back the key is minted within one backoff step (60 s).
+func TestTailscaleAPIOutage(t *testing.T) {
+	t.Parallel() // its outage is mostly waiting
+	api := tailnettest.StartFakeAPI(t)
+	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
+		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "team-a"}},
+	}})
+	ctx := context.Background()
+	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
+		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.AuthKeySecretRef = nil
+		rc.Spec.ForProvider.Tags = []string{"tag:relay"}
+		rc.Spec.ForProvider.StateSecretName = "relay-0"
+	})
+	e.waitFor(t, "relay-0", "the first key", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID == "k1" })
+
+	// The API goes down; the key expires unused: a new one is needed.
+	api.SetFault(tailnettest.Fault{Status: http.StatusInternalServerError})
+	minted := &corev1.Secret{}
+	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-authkey"}, minted))
+	minted.Annotations["relay.peerrelay.io/authkey-expires"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	must(t, e.c.Update(ctx, minted))
+	failed := e.waitFor(t, "relay-0", "Synced=False from the outage", func(rc *v1alpha1.RelayConfig) bool {
+		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
+	})
+	before := api.Faulted()
+	time.Sleep(outage)
+	n := api.Faulted() - before
+	t.Logf("requests in %s of outage after the first failure: %d", outage, n)
+	if n < 3 || n > 10 {
+		t.Errorf("%d requests in %s of outage: want the reconciler's backoff, 6 attempts (3 to 10)", n, outage)
+	}
+	rc := e.get(t, "relay-0")
+	if rc.ResourceVersion != failed.ResourceVersion {
+		t.Errorf("the RelayConfig was written during the outage: Synced %q, then %q", failed.GetCondition(xpv2.TypeSynced).Message, rc.GetCondition(xpv2.TypeSynced).Message)
+	}
+	if msg := rc.GetCondition(xpv2.TypeSynced).Message; strings.Contains(msg, "request id") || !strings.Contains(msg, "internal server error (500)") {
+		t.Errorf("Synced: %q, want the API's error without its request ID", msg)
+	}
+
+	api.SetFault(tailnettest.Fault{})
+	back := time.Now()
+	harness.Eventually(t, 70*time.Second, "a key minted after the outage", func(ctx context.Context) error {
+		if rc := e.get(t, "relay-0"); rc.Status.AtProvider.AuthKeyID != "k2" {
+			return fmt.Errorf("key %q", rc.Status.AtProvider.AuthKeyID)
+		}
+		return nil
+	})
+	t.Logf("a key minted %s after the API came back", time.Since(back).Round(100*time.Millisecond))
+}
