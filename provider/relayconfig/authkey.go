@@ -23,6 +23,7 @@ import (
 const (
 	annotationKeyExpires   = "relay.peerrelay.io/authkey-expires"
 	annotationKeyID        = "relay.peerrelay.io/authkey-id"
+	annotationKeyMinted    = "relay.peerrelay.io/authkey-minted"
 	stateSecretDeviceIDKey = "device_id"
 	// stateSecretReissueKey is containerboot's request for a new key: the
 	// AuthKey its config had when login failed. It waits until the
@@ -73,7 +74,7 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 			setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyUnavailable, fmt.Sprintf("no key is minted: spec.forProvider.tags (the PeerRelay's spec.tags) %v are not allowed by the provider config's spec.policy.tags %v", bad, e.allowedTags))
 			return "", false, nil
 		}
-		return e.mintedKeyRef(ctx, mg, reissue, asked)
+		return e.mintedKeyRef(ctx, mg, reissue, asked, loggedIn(state))
 	}
 	ref, err = e.suppliedKey(ctx, mg, r)
 	if err != nil {
@@ -198,10 +199,21 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 	return nil
 }
 
+// reissueInterval is the least time between two keys minted for one
+// replica on containerboot's request: a device whose every login fails
+// (an ACL refusing its tags, say) would otherwise mint a key per reconcile.
+// The Tailscale operator allows one per 30 s too.
+const reissueInterval = 30 * time.Second
+
+// errReissueTooSoon is a reissue request within reissueInterval of the last
+// mint: the reconciler's backoff brings it back.
+var errReissueTooSoon = errors.New("tailscaled asked for a new key within 30 s of the last one minted for this replica: the next is minted once 30 s have passed")
+
 // mintedKeyRef reads R-i-authkey and returns the config's reference to its
 // key, or mint when a new key is needed: there is none, it expired unused,
-// or containerboot asked for a new one in place of this one.
-func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, reissue []byte, asked bool) (string, bool, error) {
+// or containerboot asked for a new one in place of this one (device, which
+// lost its login, then goes first).
+func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, reissue []byte, asked bool, device string) (string, bool, error) {
 	if meta.WasDeleted(mg) {
 		return "", false, nil // never mint for a replica on its way out
 	}
@@ -224,6 +236,10 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 		return ref, true, nil
 	case asked && string(reissue) == ref:
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyRejected, "tailscaled could not log in with minted key "+id+": minting a new one")
+		if minted, err := time.Parse(time.RFC3339, s.Annotations[annotationKeyMinted]); err == nil && time.Since(minted) < reissueInterval {
+			return ref, false, errReissueTooSoon
+		}
+		e.staleDevice = device
 		return ref, true, nil
 	}
 	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
@@ -252,7 +268,7 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mg.GetNamespace()}}
 	if err := e.writeSecret(ctx, mg, s, field, func() {
-		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id}
+		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id, annotationKeyMinted: time.Now().UTC().Format(time.RFC3339)}
 		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
 	}); err != nil {
 		// A key nobody can read is revoked at once: the next attempt mints

@@ -58,6 +58,10 @@ type external struct {
 	rendered     []byte
 	stateMissing bool
 	mintKey      bool
+	// staleDevice is the device that lost its login and asked for a new
+	// key: Update removes it (once the tailnet says it is the replica's)
+	// before minting, so the new login does not leave it behind.
+	staleDevice string
 }
 
 // Observe resolves the endpoints and compares the config Secret with what
@@ -171,6 +175,11 @@ func (e *external) prepare(ctx context.Context, mg *v1alpha1.RelayConfig) error 
 	}
 	if !e.mintKey {
 		return nil
+	}
+	if e.staleDevice != "" && e.api != nil {
+		if err := e.deleteDevice(ctx, mg, e.staleDevice); err != nil {
+			return err
+		}
 	}
 	ref, err := e.mint(ctx, mg)
 	if err != nil {

@@ -133,6 +133,13 @@ func mintedKey(rc *v1alpha1.RelayConfig, id string, expires time.Time) *corev1.S
 	return s
 }
 
+// mintedKeyAt is R-i-authkey with key id, minted at minted.
+func mintedKeyAt(rc *v1alpha1.RelayConfig, id string, minted time.Time) *corev1.Secret {
+	s := mintedKey(rc, id, minted.Add(tailnet.KeyExpiry))
+	s.Annotations[annotationKeyMinted] = minted.UTC().Format(time.RFC3339)
+	return s
+}
+
 // rendered is the config file for these endpoints and auth key.
 func rendered(t *testing.T, authKey string, eps ...string) []byte {
 	t.Helper()
@@ -313,6 +320,14 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
 				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyRejected, mint: true},
 		},
+		"ReissueTooSoon": {
+			reason: "A device asking again within 30 s of the last key minted for it gets none yet: an error, so the reconciler's backoff brings it back, and not a mint per reconcile.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			objs: []client.Object{service(), mintedKeyAt(rc, "k7", time.Now().Add(-5*time.Second)),
+				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("file:/etc/tailscale/authkey/r-0/authkey-k7")})},
+			api:  &fakeAPI{},
+			want: want{err: "within 30 s of the last one minted", deviceID: "dev-1", keyReason: v1alpha1.ReasonKeyRejected},
+		},
 		"ReissueSupplied": {
 			reason: "A device that lost its login gets the supplied key back in its config, and the condition says the key was refused.",
 			mg:     relayConfig(),
@@ -483,6 +498,7 @@ func TestWrites(t *testing.T) {
 		allowedTags  []string
 		uncached     []client.Object // seen only past the cache
 		wantMinted   int
+		staleDevice  string
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -514,6 +530,30 @@ func TestWrites(t *testing.T) {
 			api:     &fakeAPI{},
 			call:    update,
 			wantErr: "the Secret r-0-authkey exists and is not controlled by this RelayConfig",
+		},
+		"ReissueDeletesStaleDevice": {
+			reason:      "A reissue first removes the device that lost its login (the tailnet says it is the replica's), as the Tailscale operator does: the new login makes a new device.",
+			objs:        []client.Object{config},
+			mintKey:     true,
+			staleDevice: "dev-1",
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
+			call:        update,
+			wantWrites:  []string{"create Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantDeleted: []string{"dev-1"},
+			wantMinted:  1,
+			wantConfig:  "file:/etc/tailscale/authkey/r-0/authkey-k1",
+		},
+		"ReissueKeepsForeignDevice": {
+			reason:      "A stale device ID that is not the replica's (a tenant wrote another's) is left, with a Warning; the key is minted all the same.",
+			objs:        []client.Object{config},
+			mintKey:     true,
+			staleDevice: "dev-9",
+			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "alice-laptop"}}},
+			call:        update,
+			wantWrites:  []string{"create Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantEvent:   "device dev-9 recorded in state Secret r-0 was not deleted",
+			wantMinted:  1,
+			wantConfig:  "file:/etc/tailscale/authkey/r-0/authkey-k1",
 		},
 		"MintWriteFails": {
 			reason:      "A minted key whose Secret cannot be written is revoked: the retry mints another, and no usable key is left in the tailnet.",
@@ -671,7 +711,7 @@ func TestWrites(t *testing.T) {
 			if tc.uncached != nil {
 				read = newCluster(tc.uncached...)
 			}
-			e := &external{kube: kube, read: read, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags}
+			e := &external{kube: kube, read: read, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags, staleDevice: tc.staleDevice}
 			if tc.api != nil {
 				e.api = tc.api
 			}

@@ -92,20 +92,36 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	e.waitFor(t, "relay-0", "the device ID recorded", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.DeviceID == "n123" })
 	e.config(t, "relay-0-config", "a config without a key once the device exists", func(c ipn.ConfigVAlpha) bool { return c.AuthKey == nil })
 
-	// The device lost its login (deleted in the admin console, say) and
-	// containerboot asks for a new key in place of k2: a new key is
-	// minted, and the config's AuthKey changes to it.
+	// The device lost its login (its node key expired, say) and
+	// containerboot asks for a new key in place of k2. k2 is seconds old:
+	// no key yet, at most one per 30 s.
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, state))
 	state.Data["reissue_authkey"] = []byte("file:/etc/tailscale/authkey/relay-0/authkey-k2")
 	must(t, e.c.Update(ctx, state))
+	e.waitFor(t, "relay-0", "the reissue held back", func(rc *v1alpha1.RelayConfig) bool {
+		return strings.Contains(rc.GetCondition(xpv2.TypeSynced).Message, "within 30 s of the last one minted")
+	})
+	if n := keyCalls(); n != 2 {
+		t.Errorf("%d keys minted within 30 s of the last, want 2 (no new one)", n)
+	}
+	// Once 30 s have passed (played by dating k2 back) the device that
+	// lost its login is removed, as the Tailscale operator does, and a new
+	// key is minted: the config's AuthKey changes to it.
+	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-authkey"}, minted))
+	minted.Annotations["relay.peerrelay.io/authkey-minted"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	must(t, e.c.Update(ctx, minted))
 	e.config(t, "relay-0-config", "the reissued key", func(c ipn.ConfigVAlpha) bool {
 		return c.AuthKey != nil && *c.AuthKey == "file:/etc/tailscale/authkey/relay-0/authkey-k3"
 	})
-	// containerboot clears its request (and the device ID) once it has
-	// the new key, and logs in again as the same device.
+	if api.HasDevice("n123") {
+		t.Error("the device that lost its login is still in the tailnet after the reissue")
+	}
+	// containerboot clears its request once it has the new key, and logs
+	// in as a new device.
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0"}, state))
-	state.Data = map[string][]byte{"device_id": []byte("n123")}
+	state.Data = map[string][]byte{"device_id": []byte("n124")}
 	must(t, e.c.Update(ctx, state))
+	api.AddDevice("n124", tailnettest.Device{Hostname: "relay-0", Tags: []string{"tag:relay"}, Created: time.Now()})
 	e.config(t, "relay-0-config", "no key once logged in again", func(c ipn.ConfigVAlpha) bool { return c.AuthKey == nil })
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-authkey"}, minted))
 
@@ -136,11 +152,11 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	rc := e.waitFor(t, "relay-0", "Synced=False from the API error", func(rc *v1alpha1.RelayConfig) bool {
 		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
 	})
-	if msg := rc.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(msg, "n123") {
+	if msg := rc.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(msg, "n124") {
 		t.Errorf("Synced should name the device: %q", msg)
 	}
 	e.waitGone(t, &v1alpha1.RelayConfig{}, "relay-0", "the RelayConfig, after the API recovered")
-	if api.HasDevice("n123") {
+	if api.HasDevice("n124") {
 		t.Error("the device was not removed from the tailnet")
 	}
 

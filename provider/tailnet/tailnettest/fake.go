@@ -133,7 +133,7 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		id := "k" + strconv.Itoa(f.keys)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": id, "key": "tskey-auth-" + id + "-CONTRACTSECRET",
-			"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+			"expires": time.Now().Add(expiry(c.Body)).UTC().Format(time.RFC3339),
 		})
 	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/v2/tailnet/-/keys/"):
 		f.revoked = append(f.revoked, strings.TrimPrefix(r.URL.Path, "/api/v2/tailnet/-/keys/"))
@@ -166,6 +166,15 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"message":"no such endpoint in the contract"}`))
 	}
+}
+
+// expiry is the key life a key request asks for (expirySeconds), or the
+// API's default of 90 days.
+func expiry(body map[string]any) time.Duration {
+	if s, ok := body["expirySeconds"].(float64); ok && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 90 * 24 * time.Hour
 }
 
 // fail answers status with a request ID of its own every time, as the
