@@ -44,7 +44,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 		t.Fatalf("%v\n%s", err, out)
 	}
 	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"tailnet-oauth","namespace":%q}},"policy":{"namespaces":[%q],"tags":[%q]}}}`,
-			relayAPI, ownTailnet, api.URL, xpharness.CrossplaneNamespace, evilNamespace, ownTag))
+		relayAPI, ownTailnet, api.URL, xpharness.CrossplaneNamespace, evilNamespace, ownTag))
 	// A person's device, untagged, long in the tailnet.
 	api.AddDevice("laptop-1", tailnettest.Device{Hostname: "ops-laptop", Created: time.Now().Add(-365 * 24 * time.Hour)})
 	if out, err := s.Kubectl(t, "create", "namespace", evilNamespace); err != nil {
