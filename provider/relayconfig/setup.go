@@ -61,7 +61,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient(), o.Logger))).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+		Complete(ratelimiter.NewReconciler(name, newBackoff(r, o.Logger.WithValues("controller", name)), o.GlobalRateLimiter))
 }
 
 // reconcilerOptions are the managed reconciler's options that shape what
