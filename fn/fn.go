@@ -73,7 +73,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	}
 	r := c.relay
 
-	obs := observedState{observed: observed, pods: pods, podsRequired: needsPods(r), authKey: requiredAuthKey(req, r), last: lastStatus(xr)}
+	obs := observedState{observed: observed, pods: pods, podsRequired: needsPods(r), last: lastStatus(xr)}
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()
@@ -96,7 +96,6 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 		return err
 	}
 	requirePods(rsp, r)
-	requireAuthKey(rsp, r)
 	requireProxyClass(rsp, r)
 	for _, w := range warnings(r) {
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()

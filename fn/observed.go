@@ -25,8 +25,6 @@ type observedState struct {
 	// podsRequired: the function asks for the pods (needsPods); otherwise
 	// readiness comes from the StatefulSets.
 	podsRequired bool
-	// authKey says what is wrong with the auth key Secret, if anything.
-	authKey string
 	// last is the status the PeerRelay has now.
 	last v1alpha1.PeerRelayStatus
 }
@@ -84,23 +82,6 @@ type replicaObservation struct {
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
 	// DeviceCleanup condition, providerConfig its ProviderConfigUsable.
 	key, cleanup, providerConfig xpv2.Condition
-}
-
-// enrolled tells whether every replica's device exists: its RelayConfig
-// recorded the device ID containerboot wrote into the state Secret. The key
-// is needed only to log in, so a key Secret deleted after that is no
-// problem.
-func (o observedState) enrolled(r *relay) bool {
-	for i := range r.Replicas {
-		rc, ok := o.get(relayConfigKey(i))
-		if !ok {
-			return false
-		}
-		if atProvider(rc).DeviceID == "" {
-			return false
-		}
-	}
-	return true
 }
 
 func (o observedState) replica(r *relay, i int) replicaObservation {

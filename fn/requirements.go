@@ -7,19 +7,15 @@ package fn
 // asks for as little as it can.
 
 import (
-	"fmt"
-
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource/composed"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Requirement keys: how Crossplane tells the requirements apart across
 // calls.
 const (
 	requiredPodsKey          = "pods"
-	requiredAuthKeyKey       = "authkey-secret"
 	requiredProxyClassCRDKey = "proxyclass-crd"
 	requiredProxyClassKey    = "proxyclass"
 )
@@ -71,43 +67,6 @@ func requiredPods(req *fnv1.RunFunctionRequest) (map[string]*composed.Unstructur
 		out[p.Resource.GetName()] = &composed.Unstructured{Unstructured: *p.Resource}
 	}
 	return out, nil
-}
-
-// requireAuthKey asks Crossplane for the auth key Secret, only to tell the
-// user when it is missing. Its data is never read, logged or copied.
-func requireAuthKey(rsp *fnv1.RunFunctionResponse, r *relay) {
-	if r.AuthKey == nil {
-		return
-	}
-	ns := r.Namespace
-	require(rsp, requiredAuthKeyKey, &fnv1.ResourceSelector{
-		ApiVersion: "v1",
-		Kind:       "Secret",
-		Namespace:  &ns,
-		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.AuthKey.Name},
-	})
-}
-
-// requiredAuthKey says what is wrong with the auth key Secret, or "" when
-// it is fine or Crossplane has not looked yet.
-func requiredAuthKey(req *fnv1.RunFunctionRequest, r *relay) string {
-	if r.AuthKey == nil {
-		return ""
-	}
-	secrets, ok, err := request.GetRequiredResource(req, requiredAuthKeyKey)
-	if err != nil || !ok {
-		return ""
-	}
-	if len(secrets) == 0 {
-		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef does not exist: create it with a reusable, pre-authorised auth key under key %q", r.Namespace, r.AuthKey.Name, r.AuthKey.Key)
-	}
-	data, _, _ := unstructured.NestedMap(secrets[0].Resource.Object, "data")
-	if _, has := data[r.AuthKey.Key]; !has {
-		// The Secret's other keys are not listed: the status is read by
-		// more people than the Secret.
-		return fmt.Sprintf("Secret %s/%s named by spec.authKeySecretRef has no key %q: set spec.authKeySecretRef.key", r.Namespace, r.AuthKey.Name, r.AuthKey.Key)
-	}
-	return ""
 }
 
 // requireProxyClass asks Crossplane for the ProxyClass CRD, and once it is

@@ -27,7 +27,6 @@ const (
 	reasonPodsPending      = "PodsPending"
 	reasonAWSConfigInvalid = "AWSConfigInvalid"
 	reasonSpecInvalid      = "SpecInvalid"
-	reasonAuthKeyMissing   = "AuthKeySecretMissing"
 	// spec.tailnet names no ClusterProviderConfig the provider can use.
 	reasonTailnetUnavailable = "TailnetUnavailable"
 	// The RelayConfigs' DeviceCleanup, shown on the PeerRelay under the
@@ -81,8 +80,6 @@ func summarise(r *relay, o observedState) summary {
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
 	case tailnet != "":
 		s.reason, s.msg = reasonTailnetUnavailable, tailnet
-	case o.authKey != "" && !o.enrolled(r):
-		s.reason, s.msg = reasonAuthKeyMissing, o.authKey
 	case keyReason != "":
 		s.reason, s.msg = keyReason, keyMsg
 	case s.withEndpoints < r.Replicas:
@@ -115,15 +112,38 @@ func addresses(eps []v1alpha1.Endpoint) string {
 	return strings.Join(out, " ")
 }
 
-// keyProblem is NoAuthKey or AuthKeyRejected, with which replicas cannot
-// log in and why, when some replica cannot; reason is "" otherwise.
+// keyProblem is AuthKeySecretMissing, NoAuthKey or AuthKeyRejected, with
+// which replicas cannot log in and why, when some replica cannot; reason
+// is "" otherwise. The provider reports them only while a replica still
+// has to log in, and reads the key Secret itself: the function requires
+// no Secret, so Crossplane caches none for it.
 func (s summary) keyProblem() (reason, msg string) {
-	var out []string
+	var msgs []string
+	replicas := map[string][]string{}
 	for i, ro := range s.replicas {
-		if ro.key.Status == corev1.ConditionFalse && (ro.key.Reason == relayv1alpha1.ReasonKeyUnavailable || ro.key.Reason == relayv1alpha1.ReasonKeyRejected) {
-			reason = cmp.Or(reason, string(ro.key.Reason))
-			out = append(out, fmt.Sprintf("replica %d: %s", i, ro.key.Message))
+		switch ro.key.Reason {
+		case relayv1alpha1.ReasonKeySecretMissing, relayv1alpha1.ReasonKeyUnavailable, relayv1alpha1.ReasonKeyRejected:
+		default:
+			continue
 		}
+		if ro.key.Status != corev1.ConditionFalse {
+			continue
+		}
+		reason = cmp.Or(reason, string(ro.key.Reason))
+		if _, seen := replicas[ro.key.Message]; !seen {
+			msgs = append(msgs, ro.key.Message)
+		}
+		replicas[ro.key.Message] = append(replicas[ro.key.Message], strconv.Itoa(i))
+	}
+	// One line per message: every replica of a PeerRelay usually has the
+	// same problem.
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		which := "replica "
+		if len(replicas[m]) > 1 {
+			which = "replicas "
+		}
+		out[i] = which + strings.Join(replicas[m], ", ") + ": " + m
 	}
 	return reason, strings.Join(out, "; ")
 }

@@ -2,6 +2,7 @@ package relayconfig
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,13 +77,15 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		}
 		return e.mintedKeyRef(ctx, mg, reissue, asked, loggedIn(state))
 	}
-	ref, err = e.suppliedKey(ctx, mg, r)
-	if err != nil {
+	ref, missing, err := e.suppliedKey(ctx, mg, r)
+	switch {
+	case err != nil:
 		return "", false, err
-	}
-	if asked {
+	case missing != "":
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeySecretMissing, missing)
+	case asked:
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyRejected, fmt.Sprintf("tailscaled could not log in with the key in Secret %s (expired, revoked, or single-use and spent): put a new key there; the pod picks it up when it restarts", r.Name))
-	} else {
+	default:
 		setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "the key in Secret "+r.Name)
 	}
 	return ref, false, nil
@@ -103,28 +106,36 @@ func (e *external) tagsNotAllowed(tags []string) []string {
 	return bad
 }
 
-// suppliedKey is the AuthKey for the key Secret the user named.
-func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, ref *v1alpha1.AuthKeyRef) (string, error) {
-	key := ref.Key
-	if key == "" {
-		key = "authkey"
-	}
+// suppliedKey is the AuthKey for the key Secret the user named, and what
+// is missing when the Secret or its key is. It reads the Secret past the
+// cache (the user's Secret is not the provider's), only while the replica
+// still has to log in; its data is never logged or copied, except into an
+// Inline config.
+func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, ref *v1alpha1.AuthKeyRef) (authKey, missing string, err error) {
+	key := cmp.Or(ref.Key, "authkey")
 	if ref.Mode != v1alpha1.AuthKeyModeInline {
-		dir := ref.MountPath
-		if dir == "" {
-			dir = v1alpha1.DefaultAuthKeyMountPath
-		}
-		return "file:" + path.Join(dir, key), nil
+		// The file is there once the Secret is: the pod mounts it as
+		// optional, and the config need not change when it appears.
+		authKey = "file:" + path.Join(cmp.Or(ref.MountPath, v1alpha1.DefaultAuthKeyMountPath), key)
 	}
 	s := &corev1.Secret{}
-	if err := e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
-		return "", fmt.Errorf("cannot get the auth key Secret %s named by spec.forProvider.authKeySecretRef: %w", ref.Name, err)
+	err = e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s)
+	switch {
+	case kerrors.IsNotFound(err):
+		return authKey, fmt.Sprintf("Secret %s named by spec.authKeySecretRef does not exist: create it with a pre-authorised auth key under key %q", ref.Name, key), nil
+	case err != nil:
+		return "", "", fmt.Errorf("cannot get the auth key Secret %s named by spec.authKeySecretRef: %w", ref.Name, err)
 	}
-	v, ok := s.Data[key]
-	if !ok || len(v) == 0 {
-		return "", fmt.Errorf("the auth key Secret %s has no key %q (spec.forProvider.authKeySecretRef.key)", ref.Name, key)
+	v := bytes.TrimSpace(s.Data[key])
+	if len(v) == 0 {
+		// The Secret's other keys are not named: the status is read by
+		// more people than the Secret.
+		return authKey, fmt.Sprintf("Secret %s named by spec.authKeySecretRef has no key %q: set spec.authKeySecretRef.key", ref.Name, key), nil
 	}
-	return string(bytes.TrimSpace(v)), nil
+	if ref.Mode == v1alpha1.AuthKeyModeInline {
+		return string(v), "", nil
+	}
+	return authKey, "", nil
 }
 
 func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {

@@ -158,18 +158,20 @@ const fileKey = "file:/etc/tailscale/authkey/authkey"
 
 func TestObserve(t *testing.T) {
 	type want struct {
-		obs       managed.ExternalObservation
-		err       string // a substring; "" for none
-		endpoints []string
-		authKey   string // the rendered config's AuthKey; "" for none
-		resolved  xpv2.ConditionReason
-		deviceID  string
-		keyReason xpv2.ConditionReason
-		mint      bool // a key to mint before the config is written
+		obs        managed.ExternalObservation
+		err        string // a substring; "" for none
+		endpoints  []string
+		authKey    string // the rendered config's AuthKey; "" for none
+		resolved   xpv2.ConditionReason
+		deviceID   string
+		keyReason  xpv2.ConditionReason
+		keyMessage string // AuthKeyAvailable's message; "" for any
+		mint       bool   // a key to mint before the config is written
 	}
 	rc := relayConfig()
 	state := ownedSecret(rc, "r-0", nil)
 	enrolled := ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1")})
+	keySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"authkey": []byte("tskey-auth-FILE")}}
 	cases := map[string]struct {
 		reason string
 		mg     *v1alpha1.RelayConfig
@@ -331,7 +333,7 @@ func TestObserve(t *testing.T) {
 		"ReissueSupplied": {
 			reason: "A device that lost its login gets the supplied key back in its config, and the condition says the key was refused.",
 			mg:     relayConfig(),
-			objs: []client.Object{service(),
+			objs: []client.Object{service(), keySecret,
 				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("")})},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, deviceID: "dev-1",
 				authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyRejected},
@@ -358,7 +360,15 @@ func TestObserve(t *testing.T) {
 			}),
 			objs: []client.Object{service(), state,
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-auth", Namespace: ns}, Data: map[string][]byte{"other": []byte("tskey-auth-INLINE")}}},
-			want: want{err: "spec.forProvider.authKeySecretRef.key"},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: v1alpha1.ReasonAwaitingAddress,
+				keyReason: v1alpha1.ReasonKeySecretMissing, keyMessage: `Secret ts-auth named by spec.authKeySecretRef has no key "authkey": set spec.authKeySecretRef.key`},
+		},
+		"KeySecretMissing": {
+			reason: "A key Secret that does not exist is named in AuthKeyAvailable (the PeerRelay's AuthKeySecretMissing); the config names its file, there once the Secret is.",
+			mg:     relayConfig(),
+			objs:   []client.Object{service(), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, resolved: v1alpha1.ReasonAwaitingAddress, authKey: fileKey,
+				keyReason: v1alpha1.ReasonKeySecretMissing, keyMessage: `Secret ts-auth named by spec.authKeySecretRef does not exist: create it with a pre-authorised auth key under key "authkey"`},
 		},
 		"StateSecretNotOurs": {
 			reason: "A device ID in a state Secret the RelayConfig does not control (a tenant wrote it, or it is another replica's) is not recorded.",
@@ -455,6 +465,9 @@ func TestObserve(t *testing.T) {
 				if got := tc.mg.GetCondition(v1alpha1.ConditionAuthKey).Reason; got != tc.want.keyReason {
 					t.Errorf("%s\n%s reason %q, want %q", tc.reason, v1alpha1.ConditionAuthKey, got, tc.want.keyReason)
 				}
+			}
+			if got := tc.mg.GetCondition(v1alpha1.ConditionAuthKey).Message; tc.want.keyMessage != "" && got != tc.want.keyMessage {
+				t.Errorf("%s\n%s message %q, want %q", tc.reason, v1alpha1.ConditionAuthKey, got, tc.want.keyMessage)
 			}
 		})
 	}

@@ -14,6 +14,9 @@ const (
 	ReasonKeyUnavailable xpv2.ConditionReason = "NoAuthKey"
 	ReasonKeyRejected    xpv2.ConditionReason = "AuthKeyRejected"
 	ReasonKeyMinting     xpv2.ConditionReason = "Minting"
+	// ReasonKeySecretMissing: the Secret spec.authKeySecretRef names, or
+	// its key, is missing.
+	ReasonKeySecretMissing xpv2.ConditionReason = "AuthKeySecretMissing"
 
 	// ConditionResolved: whether the replica's public endpoints are known.
 	ConditionResolved     xpv2.ConditionType   = "EndpointsResolved"
