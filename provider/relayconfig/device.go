@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
@@ -27,11 +28,27 @@ const clockSkew = 5 * time.Minute
 // device that is not the replica's is left alone, with a Warning event, and
 // the replica goes without it.
 func (e *external) deleteDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) error {
-	d, err := e.replicasDevice(ctx, mg, id)
+	d, err := e.checkedDevice(ctx, mg, id)
 	if err != nil || d == nil {
 		return err
 	}
-	return e.api.DeleteDevice(ctx, id)
+	if err := e.api.DeleteDevice(ctx, id); err != nil && !e.giveUpDevice(mg, id, err) {
+		return err
+	}
+	return nil
+}
+
+// giveUpDevice says whether a RelayConfig goes without removing device id:
+// it has been deleted for longer than credentialsGrace, and the tailnet
+// still refuses the provider config's OAuth client (err, a 401 or 403),
+// which no retry mends. A Warning names the device left in the tailnet, so
+// a namespace is not held Terminating for ever.
+func (e *external) giveUpDevice(mg *v1alpha1.RelayConfig, id string, err error) bool {
+	if !tailnet.IsRefused(err) || !meta.WasDeleted(mg) || time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace {
+		return false
+	}
+	e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s stays in the tailnet: remove it in the admin console; after %s the tailnet still refuses the provider config's OAuth client: %s", id, credentialsGrace, stableMessage(err))))
+	return true
 }
 
 // deviceLeft says whether the recorded device of a RelayConfig being
@@ -42,14 +59,36 @@ func (e *external) deviceLeft(ctx context.Context, mg *v1alpha1.RelayConfig) (bo
 	if e.api == nil || id == "" {
 		return false, nil
 	}
-	d, err := e.replicasDevice(ctx, mg, id)
+	d, err := e.checkedDevice(ctx, mg, id)
 	return d != nil, err
+}
+
+// deviceCheck is what the tailnet said of a device in this reconcile.
+type deviceCheck struct {
+	id     string
+	device *tailnet.Device // nil: gone, or not the replica's
+}
+
+// checkedDevice is replicasDevice once per reconcile: Delete uses what
+// Observe's deviceLeft learnt, without a second lookup or Warning.
+func (e *external) checkedDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
+	if e.checked != nil && e.checked.id == id {
+		return e.checked.device, nil
+	}
+	d, err := e.replicasDevice(ctx, mg, id)
+	if err == nil {
+		e.checked = &deviceCheck{id: id, device: d}
+	}
+	return d, err
 }
 
 // replicasDevice returns device id when the tailnet has it and it is the
 // replica's; nil when it is gone, or someone else's (with a Warning event).
 func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
 	d, err := e.api.Device(ctx, id)
+	if err != nil && e.giveUpDevice(mg, id, err) {
+		return nil, nil
+	}
 	if err != nil || d == nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type external struct {
 	// key: Update removes it (once the tailnet says it is the replica's)
 	// before minting, so the new login does not leave it behind.
 	staleDevice string
+	// checked is what the tailnet said of the recorded device in this
+	// reconcile (device.go).
+	checked *deviceCheck
 }
 
 // Observe resolves the endpoints and compares the config Secret with what

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	tsapi "tailscale.com/client/tailscale/v2"
 	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -52,6 +54,7 @@ type fakeAPI struct {
 	revoked []string
 	devices map[string]*tailnet.Device // what Device answers
 	deleted []string
+	gets    int
 	err     error
 }
 
@@ -61,6 +64,7 @@ func (f *fakeAPI) RevokeKey(_ context.Context, id string) error {
 }
 
 func (f *fakeAPI) Device(_ context.Context, id string) (*tailnet.Device, error) {
+	f.gets++
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -507,7 +511,8 @@ func TestWrites(t *testing.T) {
 		wantDeleted  []string
 		wantEvent    string // a substring of the one Warning event; "" for none
 		wantRevoked  []string
-		deleting     bool // the RelayConfig is being deleted
+		deleting     bool          // the RelayConfig is being deleted
+		deletedAgo   time.Duration // and was, that long ago
 		allowedTags  []string
 		uncached     []client.Object // seen only past the cache
 		wantMinted   int
@@ -685,6 +690,25 @@ func TestWrites(t *testing.T) {
 			call:     del,
 			wantErr:  "500",
 		},
+		"DeleteRefusedGivesUp": {
+			reason:     "A tailnet that has refused the OAuth client (403) for the whole grace since the deletion no longer holds the replica: the device is named in a Warning, and the replica goes.",
+			objs:       []client.Object{config},
+			api:        &fakeAPI{err: tsapi.APIError{Status: http.StatusForbidden, Message: "forbidden"}},
+			deviceID:   "dev-1",
+			deletedAgo: credentialsGrace + time.Minute,
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
+			wantEvent:  "device dev-1 stays in the tailnet: remove it in the admin console; after 5m0s the tailnet still refuses the provider config's OAuth client: forbidden (403)",
+		},
+		"DeleteRefusedWithinGrace": {
+			reason:     "Within the grace a 403 is retried: the OAuth client may be mended.",
+			objs:       []client.Object{config},
+			api:        &fakeAPI{err: tsapi.APIError{Status: http.StatusForbidden, Message: "forbidden"}},
+			deviceID:   "dev-1",
+			deletedAgo: time.Minute,
+			call:       del,
+			wantErr:    "forbidden (403)",
+		},
 		"DeleteWithoutAPI": {
 			reason:     "Without API access Delete removes the config Secret only.",
 			objs:       []client.Object{config},
@@ -730,9 +754,9 @@ func TestWrites(t *testing.T) {
 			}
 			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
 				rc.Status.AtProvider.DeviceID = tc.deviceID
-				if tc.deleting {
-					now := metav1.Now()
-					rc.SetDeletionTimestamp(&now)
+				if tc.deleting || tc.deletedAgo > 0 {
+					at := metav1.NewTime(time.Now().Add(-tc.deletedAgo))
+					rc.SetDeletionTimestamp(&at)
 				}
 			})
 			err := tc.call(e, mg)

@@ -5,6 +5,7 @@ package tailnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -156,4 +157,20 @@ func (c *Client) DeleteDevice(ctx context.Context, id string) error {
 		return fmt.Errorf("cannot delete tailnet device %s: %w", id, err)
 	}
 	return nil
+}
+
+// IsRefused says whether err is the tailnet refusing the OAuth client
+// itself (401 or 403, from the API or its token endpoint): a client
+// deleted, or stripped of a scope, which no retry mends.
+func IsRefused(err error) bool {
+	var ae tsapi.APIError
+	if errors.As(err, &ae) {
+		return ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.StatusCode == http.StatusUnauthorized || re.Response.StatusCode == http.StatusForbidden ||
+			re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client"
+	}
+	return false
 }
