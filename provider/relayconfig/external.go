@@ -83,7 +83,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	last := lastGood(mg, current)
+	last := kept(lastGood(mg, current), p)
 	eps := res.Endpoints
 	switch {
 	case resolveErr != nil:
@@ -217,6 +217,24 @@ func lastGood(mg *v1alpha1.RelayConfig, s *corev1.Secret) []netip.AddrPort {
 	}
 	eps, _ := endpoint.Parse("status.atProvider.endpoints", mg.Status.AtProvider.Endpoints)
 	return eps
+}
+
+// kept is what a replica goes on advertising while its lookup fails or its
+// load balancer has no address: the last good addresses on today's port
+// (spec.forProvider.port may have changed since they were resolved), and
+// today's static endpoints as they are.
+func kept(last []netip.AddrPort, p v1alpha1.RelayConfigParameters) []netip.AddrPort {
+	if len(last) == 0 {
+		return nil
+	}
+	static, _ := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
+	out := slices.Clone(static)
+	for _, ep := range last {
+		if !slices.ContainsFunc(static, func(s netip.AddrPort) bool { return s.Addr() == ep.Addr() }) {
+			out = append(out, netip.AddrPortFrom(ep.Addr(), uint16(p.Port)))
+		}
+	}
+	return endpoint.Normalize(out)
 }
 
 func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) {

@@ -242,6 +242,17 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641"},
 				authKey: fileKey, resolved: v1alpha1.ReasonResolveFailed},
 		},
+		"LookupFailsNewPort": {
+			reason: "A port changed while the lookup fails: the last good addresses are advertised on the new port, not the old one, which the relay no longer listens on; static endpoints keep theirs.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Spec.ForProvider.Port = 7001
+				rc.Spec.ForProvider.StaticEndpoints = []string{"192.0.2.1:9000"}
+				rc.Status.AtProvider.Endpoints = []string{"192.0.2.1:9000", "198.51.100.1:41641"}
+			}),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"192.0.2.1:9000", "198.51.100.1:7001"},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolveFailed},
+		},
 		"IngressGone": {
 			reason: "A Service that lost its ingress keeps the last good endpoints and says it waits.",
 			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
