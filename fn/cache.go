@@ -7,9 +7,20 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
 )
 
-// maxCached bounds the cache: one entry per distinct PeerRelay seen,
-// dropped wholesale when full, so memory stays bounded.
-const maxCached = 4096
+// maxCached and maxCachedBytes bound the cache: one entry per distinct
+// PeerRelay seen, dropped wholesale when either bound is reached, so memory
+// stays bounded however many, or however large, the PeerRelays tenants
+// write. An entry's size is estimated, without encoding its objects again,
+// as its inputs' encoded size plus fixedObjectSize once per object and
+// once for the relay: every object carries at most what the spec says
+// beside what every relay has (TestCacheSizeEstimate). The estimate is
+// generous (several times the encoded size); maxCachedBytes lets 4096
+// ordinary PeerRelays in, and far fewer hostile ones.
+const (
+	maxCached       = 4096
+	maxCachedBytes  = 256 << 20
+	fixedObjectSize = 8 << 10
+)
 
 // composition is what a PeerRelay composes: the relay with its defaults
 // and every object. Entries are shared between calls and never modified.
@@ -28,8 +39,9 @@ type composedObject struct {
 // PeerRelay composes changes far less often than that, so most calls skip
 // building and converting objects.
 type compositionCache struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]*composition
+	mu    sync.Mutex
+	m     map[[sha256.Size]byte]*composition
+	bytes int // the entries' estimated size
 }
 
 func (c *compositionCache) get(k [sha256.Size]byte) *composition {
@@ -38,11 +50,17 @@ func (c *compositionCache) get(k [sha256.Size]byte) *composition {
 	return c.m[k]
 }
 
-func (c *compositionCache) put(k [sha256.Size]byte, v *composition) {
+func (c *compositionCache) put(k [sha256.Size]byte, v *composition, size int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCached {
-		c.m = make(map[[sha256.Size]byte]*composition)
+	if size > maxCachedBytes {
+		return
+	}
+	if c.m == nil || len(c.m) >= maxCached || c.bytes+size > maxCachedBytes {
+		c.m, c.bytes = make(map[[sha256.Size]byte]*composition), 0
+	}
+	if _, ok := c.m[k]; !ok {
+		c.bytes += size
 	}
 	c.m[k] = v
 }

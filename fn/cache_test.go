@@ -1,6 +1,9 @@
 package fn
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/function-sdk-go/logging"
@@ -67,6 +70,51 @@ func TestCachedCompositionIsTheSame(t *testing.T) {
 			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("%s after %v: the cached answer differs from a fresh one (-fresh +cached):\n%s", name, order, diff)
 			}
+		}
+	}
+}
+
+// TestCacheSizeEstimate: the size the cache accounts for an entry is at
+// least what its objects take encoded, for a minimal PeerRelay and for a
+// hostile one (many replicas, large annotations), and a stream of hostile
+// PeerRelays keeps the cache within maxCachedBytes.
+func TestCacheSizeEstimate(t *testing.T) {
+	big := "replicas: 20\nservice:\n  annotations:\n" + strings.Repeat("    example.com/a: \""+strings.Repeat("x", 60000)+"\"\n", 1)
+	for name, spec := range map[string]string{"Minimal": "replicas: 1", "Default": "replicas: 2", "Hostile": big} {
+		in := read(t, spec, nil)
+		_, size, err := in.key()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &Function{Log: logging.NewNopLogger()}
+		c, err := f.composition(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		actual := 0
+		for _, o := range c.objs {
+			b, err := json.Marshal(o.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			actual += len(b)
+		}
+		estimate := (size + fixedObjectSize) * (len(c.objs) + 1)
+		t.Logf("%s: %d objects, estimated %d bytes, encoded %d", name, len(c.objs), estimate, actual)
+		if estimate < actual {
+			t.Errorf("%s: estimated %d bytes, the objects take %d", name, estimate, actual)
+		}
+		if f.cache.bytes != estimate {
+			t.Errorf("%s: not cached", name)
+		}
+	}
+	f := &Function{Log: logging.NewNopLogger()}
+	for i := range 200 {
+		if _, err := f.composition(read(t, big+fmt.Sprintf("port: %d", 1000+i), nil)); err != nil {
+			t.Fatal(err)
+		}
+		if f.cache.bytes > maxCachedBytes {
+			t.Fatalf("after %d hostile PeerRelays the cache holds an estimated %d bytes, over %d", i+1, f.cache.bytes, maxCachedBytes)
 		}
 	}
 }

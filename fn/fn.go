@@ -126,7 +126,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 // composition returns what in composes, from the cache when the same
 // inputs were seen before.
 func (f *Function) composition(in inputs) (*composition, error) {
-	k, err := in.key()
+	k, size, err := in.key()
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (f *Function) composition(in inputs) (*composition, error) {
 		}
 		c.objs = append(c.objs, composedObject{key: o.key, obj: cd})
 	}
-	f.cache.put(k, c)
+	f.cache.put(k, c, (size+fixedObjectSize)*(len(c.objs)+1))
 	return c, nil
 }
 

@@ -76,10 +76,10 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 
 // key identifies the composition: encoding/json writes map keys sorted,
 // so equal inputs encode equally.
-func (in inputs) key() ([sha256.Size]byte, error) {
+func (in inputs) key() (k [sha256.Size]byte, size int, err error) {
 	b, err := json.Marshal(in)
 	if err != nil {
-		return [sha256.Size]byte{}, fmt.Errorf("cannot encode the composition's inputs: %w", err)
+		return k, 0, fmt.Errorf("cannot encode the composition's inputs: %w", err)
 	}
-	return sha256.Sum256(b), nil
+	return sha256.Sum256(b), len(b), nil
 }

@@ -12,6 +12,21 @@ import (
 
 // TestReadInputs: what a composition depends on is read from the request;
 // equal requests give equal composition keys, and a changed input another.
+// read is the inputs of a PeerRelay with spec, observing obs.
+func read(t *testing.T, spec string, obs map[resource.Name]resource.ObservedComposed) inputs {
+	t.Helper()
+	req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec)}}
+	c, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := readInputs(req, c, obs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 func TestReadInputs(t *testing.T) {
 	observed := func(keys ...string) map[resource.Name]resource.ObservedComposed {
 		m := map[resource.Name]resource.ObservedComposed{}
@@ -19,19 +34,6 @@ func TestReadInputs(t *testing.T) {
 			m[resource.Name(k)] = resource.ObservedComposed{Resource: composed.New()}
 		}
 		return m
-	}
-	read := func(t *testing.T, spec string, obs map[resource.Name]resource.ObservedComposed) inputs {
-		t.Helper()
-		req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec)}}
-		c, err := request.GetObservedCompositeResource(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := readInputs(req, c, obs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return in
 	}
 	cases := map[string]struct {
 		reason   string
@@ -57,12 +59,12 @@ func TestReadInputs(t *testing.T) {
 			if diff := cmp.Diff(tc.want, in.Existing); diff != "" {
 				t.Errorf("%s\nExisting (-want +got):\n%s", tc.reason, diff)
 			}
-			again, err := read(t, "replicas: 2", tc.observed).key()
+			again, _, err := read(t, "replicas: 2", tc.observed).key()
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, _ := in.key()
-			other, _ := read(t, "replicas: 3", tc.observed).key()
+			first, _, _ := in.key()
+			other, _, _ := read(t, "replicas: 3", tc.observed).key()
 			if first != again || first == other {
 				t.Errorf("%s\ncomposition key: equal inputs give equal keys (%v), a changed spec another (%v)", tc.reason, first == again, first != other)
 			}
