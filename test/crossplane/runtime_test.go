@@ -61,9 +61,19 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 	if n := countCalls(api, "POST", "/api/v2/tailnet/-/keys"); n != 2 {
 		t.Errorf("keys minted: %d, want 2 (one per replica, by the leader only)", n)
 	}
+	// Among the pods of the runtime config: a pod of the previous one may
+	// still be stopping, and held the lease before.
+	current := &corev1.PodList{}
+	if err := s.Admin.List(ctx, current, client.InNamespace(xpharness.CrossplaneNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, p := range current.Items {
+		live[p.Name] = p.DeletionTimestamp == nil
+	}
 	leaders := 0
 	for pod, log := range s.node.LogsByPrefix(xpharness.CrossplaneNamespace, providerName) {
-		if strings.Contains(log, "Successfully acquired lease") {
+		if live[pod] && strings.Contains(log, "Successfully acquired lease") {
 			leaders++
 			t.Logf("leader: %s", pod)
 		}

@@ -103,12 +103,21 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 		return nil
 	})
 
+	// The refused PeerRelays go first: their pods never logged in, and
+	// containerboot waits up to 25 s for a consistent state before it
+	// stops one, which with Kubernetes' ordered namespace deletion (pods
+	// first) would be most of the namespace's 60 s.
+	if out, err := s.Kubectl(t, "-n", evilNamespace, "delete", "peerrelay", "borrow", "admin", "squat", "--timeout=90s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
 	if err := s.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: evilNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
+	logged := deleted
 	harness.Eventually(t, 60*time.Second, "namespace "+evilNamespace+" gone", func(ctx context.Context) error {
-		err := s.Admin.Get(ctx, types.NamespacedName{Name: evilNamespace}, &corev1.Namespace{})
+		n := &corev1.Namespace{}
+		err := s.Admin.Get(ctx, types.NamespacedName{Name: evilNamespace}, n)
 		if kerrors.IsNotFound(err) {
 			return nil
 		}
@@ -118,7 +127,18 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 			_, msg := condition(&rc, "Synced")
 			left = append(left, rc.GetName()+fmt.Sprint(rc.GetFinalizers())+" "+msg)
 		}
-		return fmt.Errorf("namespace still there (%v), RelayConfigs left: %v", err, left)
+		var remaining []string
+		for _, c := range n.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				remaining = append(remaining, c.Message)
+			}
+		}
+		err = fmt.Errorf("namespace still there (%v): %v; RelayConfigs left: %v", err, remaining, left)
+		if time.Since(logged) > 10*time.Second {
+			t.Logf("%s after the deletion: %v", time.Since(deleted).Round(time.Second), err)
+			logged = time.Now()
+		}
+		return err
 	})
 	t.Logf("namespace %s gone %s after its deletion", evilNamespace, time.Since(deleted).Round(100*time.Millisecond))
 
