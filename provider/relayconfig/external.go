@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -100,7 +101,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
 			"waiting for the Service's load balancer address"))
 	default:
-		e.recordResolved(mg, res)
+		eps = shrinkSlowly(mg, res, last)
+		e.recordResolved(mg, res, eps)
 	}
 	// status.atProvider.endpoints is what the config advertises, the last
 	// good list included: the config Secret is restored from it when it is
@@ -237,15 +239,50 @@ func kept(last []netip.AddrPort, p v1alpha1.RelayConfigParameters) []netip.AddrP
 	return endpoint.Normalize(out)
 }
 
-func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result) {
-	eps := endpoint.Strings(res.Endpoints)
+// shrinkGrace is how long addresses a hostname's answer leaves out stay
+// advertised: an NLB's name answers one address per zone, and a resolver's
+// partial answer would otherwise drop a zone, then add it back, each time
+// rewriting the config. An address really gone is dropped at the first
+// lookup after the grace.
+const shrinkGrace = 2 * time.Minute
+
+// shrinkSlowly returns what to advertise from a successful lookup: its
+// endpoints, except while the answer for the same hostname lacks some of
+// the last good ones, for up to shrinkGrace (status.atProvider.
+// shrinkingSince records since when).
+func shrinkSlowly(mg *v1alpha1.RelayConfig, res resolve.Result, last []netip.AddrPort) []netip.AddrPort {
+	at := &mg.Status.AtProvider
+	partial := res.Hostname != "" && res.Hostname == at.Hostname && len(res.Endpoints) < len(last) &&
+		!slices.ContainsFunc(res.Endpoints, func(ep netip.AddrPort) bool { return !slices.Contains(last, ep) })
+	switch {
+	case !partial:
+		at.ShrinkingSince = nil
+	case at.ShrinkingSince == nil:
+		now := metav1.Now()
+		at.ShrinkingSince = &now
+		return last
+	case time.Since(at.ShrinkingSince.Time) < shrinkGrace:
+		return last
+	default:
+		at.ShrinkingSince = nil
+	}
+	return res.Endpoints
+}
+
+// recordResolved records a successful lookup, and advertised, what comes of
+// it, in status.
+func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result, advertised []netip.AddrPort) {
+	eps := endpoint.Strings(advertised)
 	at := &mg.Status.AtProvider
 	if !slices.Equal(at.Endpoints, eps) || at.Source != res.Source || at.Hostname != res.Hostname {
 		now := metav1.Now()
 		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
 	}
-	mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionTrue, v1alpha1.ReasonResolved,
-		fmt.Sprintf("%d endpoints from %s", len(eps), res.Source)))
+	msg := fmt.Sprintf("%d endpoints from %s", len(eps), res.Source)
+	if at.ShrinkingSince != nil {
+		msg += fmt.Sprintf("; %s answers only %d of them now, the others stay advertised for %s in case the answer was partial", res.Hostname, len(res.Endpoints), shrinkGrace)
+	}
+	mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionTrue, v1alpha1.ReasonResolved, msg))
 }
 
 func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Service, error) {

@@ -171,6 +171,7 @@ func TestObserve(t *testing.T) {
 		keyReason  xpv2.ConditionReason
 		keyMessage string // AuthKeyAvailable's message; "" for any
 		mint       bool   // a key to mint before the config is written
+		shrinking  bool   // status.atProvider.shrinkingSince set
 	}
 	rc := relayConfig()
 	state := ownedSecret(rc, "r-0", nil)
@@ -222,6 +223,31 @@ func TestObserve(t *testing.T) {
 			objs:   []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state},
 			dns:    fakeDNS{"lb.example.com": {netip.MustParseAddr("198.51.100.2"), netip.MustParseAddr("198.51.100.1")}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641", "198.51.100.2:41641"},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
+		},
+		"PartialAnswerKept": {
+			reason: "The NLB's name answers one of its two addresses: both stay advertised for the grace, and status says since when, so a partial answer does not flap the config.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.Hostname = "lb.example.com"
+				rc.Status.AtProvider.Endpoints = []string{"198.51.100.1:41641", "198.51.100.2:41641"}
+			}),
+			dns: fakeDNS{"lb.example.com": {netip.MustParseAddr("198.51.100.1")}},
+			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state,
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "198.51.100.1:41641", "198.51.100.2:41641")})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, endpoints: []string{"198.51.100.1:41641", "198.51.100.2:41641"},
+				authKey: fileKey, resolved: v1alpha1.ReasonResolved, shrinking: true},
+		},
+		"PartialAnswerAfterGrace": {
+			reason: "An address the answer has lacked for longer than the grace is gone: it is dropped.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.Hostname = "lb.example.com"
+				rc.Status.AtProvider.Endpoints = []string{"198.51.100.1:41641", "198.51.100.2:41641"}
+				rc.Status.AtProvider.ShrinkingSince = &metav1.Time{Time: time.Now().Add(-shrinkGrace - time.Second)}
+			}),
+			dns: fakeDNS{"lb.example.com": {netip.MustParseAddr("198.51.100.1")}},
+			objs: []client.Object{service(corev1.LoadBalancerIngress{Hostname: "lb.example.com"}), state,
+				ownedSecret(rc, "r-0-config", map[string][]byte{tsconfig.FileName: rendered(t, fileKey, "198.51.100.1:41641", "198.51.100.2:41641")})},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, endpoints: []string{"198.51.100.1:41641"},
 				authKey: fileKey, resolved: v1alpha1.ReasonResolved},
 		},
 		"LookupFailsKeepsConfig": {
@@ -469,6 +495,9 @@ func TestObserve(t *testing.T) {
 			}
 			if got := tc.mg.Status.AtProvider.DeviceID; got != tc.want.deviceID {
 				t.Errorf("%s\ndevice ID: %q, want %q", tc.reason, got, tc.want.deviceID)
+			}
+			if got := tc.mg.Status.AtProvider.ShrinkingSince != nil; got != tc.want.shrinking {
+				t.Errorf("%s\nshrinkingSince set: %v, want %v", tc.reason, got, tc.want.shrinking)
 			}
 			if e.mintKey != tc.want.mint {
 				t.Errorf("%s\nkey to mint: %v, want %v", tc.reason, e.mintKey, tc.want.mint)

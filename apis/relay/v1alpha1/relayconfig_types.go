@@ -180,6 +180,11 @@ type RelayConfigObservation struct {
 	ConfigHash string `json:"configHash,omitempty"`
 	// LastResolved is when endpoints were last resolved successfully.
 	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+	// ShrinkingSince is when a lookup of the same hostname first answered
+	// fewer of the advertised addresses. They stay advertised for a grace:
+	// a partial DNS answer must not flap the endpoints.
+	// +optional
+	ShrinkingSince *metav1.Time `json:"shrinkingSince,omitempty"`
 	// DeviceID of the replica's tailnet device, from its state Secret.
 	DeviceID string `json:"deviceID,omitempty"`
 	// AuthKeyID of the key the provider minted, when it minted one.

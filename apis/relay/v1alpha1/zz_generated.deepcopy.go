@@ -443,6 +443,10 @@ func (in *RelayConfigObservation) DeepCopyInto(out *RelayConfigObservation) {
 		in, out := &in.LastResolved, &out.LastResolved
 		*out = (*in).DeepCopy()
 	}
+	if in.ShrinkingSince != nil {
+		in, out := &in.ShrinkingSince, &out.ShrinkingSince
+		*out = (*in).DeepCopy()
+	}
 	if in.AWS != nil {
 		in, out := &in.AWS, &out.AWS
 		*out = new(AWSPlacementObservation)
