@@ -284,12 +284,10 @@ func TestStaticAndInlineKey(t *testing.T) {
 	e.waitFor(t, "home-1", "Synced=False", func(rc *v1alpha1.RelayConfig) bool {
 		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
 	})
-	rc2 := e.waitFor(t, "home-2", "Synced=False", func(rc *v1alpha1.RelayConfig) bool {
-		return rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse
+	e.waitFor(t, "home-2", "AuthKeySecretMissing naming the key", func(rc *v1alpha1.RelayConfig) bool {
+		c := rc.GetCondition(v1alpha1.ConditionAuthKey)
+		return c.Reason == v1alpha1.ReasonKeySecretMissing && strings.Contains(c.Message, `no key "nope"`)
 	})
-	if msg := rc2.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(msg, `no key "nope"`) {
-		t.Errorf("a missing key should be named in Synced: %q", msg)
-	}
 
 	var everything strings.Builder
 	rcs := &v1alpha1.RelayConfigList{}
