@@ -20,7 +20,7 @@ func (f *failing) Reconcile(context.Context, reconcile.Request) (reconcile.Resul
 	if f.ok {
 		return reconcile.Result{RequeueAfter: time.Hour}, nil
 	}
-	return reconcile.Result{Requeue: true}, nil
+	return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // as the managed reconciler retries
 }
 
 // busyEveryOther is the global limiter of a provider kept busy by another
