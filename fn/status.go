@@ -45,7 +45,7 @@ type summary struct {
 
 func summarise(r *relay, o observedState) summary {
 	s := summary{status: v1alpha1.PeerRelayStatus{Endpoints: []v1alpha1.Endpoint{}, Replicas: []v1alpha1.ReplicaStatus{}}}
-	podsReady := 0
+	podsReady, readyReplicas := 0, 0
 	for i := range r.Replicas {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
@@ -59,18 +59,26 @@ func summarise(r *relay, o observedState) summary {
 		}
 		sort.Strings(rs.Endpoints)
 		s.status.Endpoints = append(s.status.Endpoints, ro.endpoints...)
-		s.status.Replicas = append(s.status.Replicas, rs)
 		// A replica counts once its config advertises its load balancer's
 		// address (its RelayConfig is Ready), not when the load balancer
 		// has one, nor for static endpoints alone.
-		if len(ro.endpoints) > 0 && ro.configReady && ro.lbAddress {
+		advertised := len(ro.endpoints) > 0 && ro.configReady && ro.lbAddress
+		if advertised {
 			s.withEndpoints++
 		}
 		if ro.podReady {
 			podsReady++
 		}
+		rs.LoadBalancerReady = ro.lbAddress
+		rs.Ready = advertised && ro.podReady
+		rs.Reason = replicaWaits(ro, advertised)
+		if rs.Ready {
+			readyReplicas++
+		}
+		s.status.Replicas = append(s.status.Replicas, rs)
 	}
 	s.status.Addresses = addresses(s.status.Endpoints)
+	s.status.ReadyReplicas = fmt.Sprintf("%d/%d", readyReplicas, r.Replicas)
 	keyReason, keyMsg := s.keyProblem()
 	tailnet := s.tailnetProblem(r)
 	switch {
@@ -97,6 +105,22 @@ func summarise(r *relay, o observedState) summary {
 		s.msg = "all " + strconv.Itoa(r.Replicas) + " replicas are advertising their public endpoints"
 	}
 	return s
+}
+
+// replicaWaits says what a replica that is not ready waits for, first
+// things first; "" when it is ready.
+func replicaWaits(ro replicaObservation, advertised bool) string {
+	switch {
+	case ro.key.Status == corev1.ConditionFalse && ro.key.Reason != relayv1alpha1.ReasonKeyMinting:
+		return string(ro.key.Reason) + ": " + ro.key.Message
+	case !ro.lbAddress:
+		return "waiting for its load balancer's address"
+	case !advertised:
+		return "waiting for its config to advertise the load balancer's address"
+	case !ro.podReady:
+		return "waiting for its pod to be ready"
+	}
+	return ""
 }
 
 // addresses joins the distinct addresses of eps in order.
@@ -190,7 +214,7 @@ func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v
 	}
 	// Written even when empty (omitempty left them out): an empty list
 	// replaces the last one.
-	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": ""} {
+	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": "", "readyReplicas": ""} {
 		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
 			return fmt.Errorf("cannot set status.%s: %w", f, err)
 		}

@@ -46,6 +46,10 @@ func TestRunFunctionStatus(t *testing.T) {
 		endpoints []any
 		addresses string
 		ready     map[string]fnv1.Ready
+		// readyReplicas is the REPLICAS column; waits each replica's
+		// status.replicas[].reason ("" for a ready one).
+		readyReplicas string
+		waits         []string
 	}
 	cases := map[string]struct {
 		reason   string
@@ -56,9 +60,11 @@ func TestRunFunctionStatus(t *testing.T) {
 			reason:   "A new PeerRelay waits for endpoints, and nothing is ready (its StatefulSets wait for the ServiceAccount).",
 			observed: map[string]string{},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
-				endpoints: []any{},
-				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "relayconfig-0": fnv1.Ready_READY_FALSE},
+				condition:     &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints:     []any{},
+				ready:         map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "relayconfig-0": fnv1.Ready_READY_FALSE},
+				readyReplicas: "0/2",
+				waits:         []string{"waiting for its load balancer's address", "waiting for its load balancer's address"},
 			},
 		},
 		"OneOfTwo": {
@@ -69,10 +75,12 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
-				endpoints: []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
-				addresses: "203.0.113.10",
-				ready:     map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
+				condition:     &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				endpoints:     []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
+				addresses:     "203.0.113.10",
+				ready:         map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
+				readyReplicas: "1/2",
+				waits:         []string{"", "waiting for its load balancer's address"},
 			},
 		},
 		"PodsPending": {
@@ -89,8 +97,10 @@ func TestRunFunctionStatus(t *testing.T) {
 					map[string]any{"replica": float64(0), "address": "198.51.100.2", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
-				addresses: "198.51.100.1 198.51.100.2 203.0.113.11",
-				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "statefulset-0": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_FALSE},
+				addresses:     "198.51.100.1 198.51.100.2 203.0.113.11",
+				ready:         map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "statefulset-0": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_FALSE},
+				readyReplicas: "1/2",
+				waits:         []string{"", "waiting for its pod to be ready"},
 			},
 		},
 		"Ready": {
@@ -106,8 +116,10 @@ func TestRunFunctionStatus(t *testing.T) {
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
-				addresses: "203.0.113.10 203.0.113.11",
-				ready:     map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_TRUE},
+				addresses:     "203.0.113.10 203.0.113.11",
+				ready:         map[string]fnv1.Ready{"relayconfig-0": fnv1.Ready_READY_TRUE, "relayconfig-1": fnv1.Ready_READY_TRUE, "statefulset-1": fnv1.Ready_READY_TRUE},
+				readyReplicas: "2/2",
+				waits:         []string{"", ""},
 			},
 		},
 		"ConfigPending": {
@@ -123,8 +135,10 @@ func TestRunFunctionStatus(t *testing.T) {
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
 				},
-				addresses: "203.0.113.10 203.0.113.11",
-				ready:     map[string]fnv1.Ready{"relayconfig-1": fnv1.Ready_READY_FALSE, "service-1": fnv1.Ready_READY_TRUE},
+				addresses:     "203.0.113.10 203.0.113.11",
+				ready:         map[string]fnv1.Ready{"relayconfig-1": fnv1.Ready_READY_FALSE, "service-1": fnv1.Ready_READY_TRUE},
+				readyReplicas: "1/2",
+				waits:         []string{"", "waiting for its config to advertise the load balancer's address"},
 			},
 		},
 	}
@@ -143,6 +157,18 @@ func TestRunFunctionStatus(t *testing.T) {
 			}
 			if got := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "addresses"); got != tc.want.addresses {
 				t.Errorf("%s\nstatus.addresses (the ENDPOINTS column): want %q, got %q", tc.reason, tc.want.addresses, got)
+			}
+			if got := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "readyReplicas"); got != tc.want.readyReplicas {
+				t.Errorf("%s\nstatus.readyReplicas (the REPLICAS column): want %q, got %q", tc.reason, tc.want.readyReplicas, got)
+			}
+			replicas, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "replicas").([]any)
+			var waits []string
+			for _, r := range replicas {
+				w, _ := r.(map[string]any)["reason"].(string)
+				waits = append(waits, w)
+			}
+			if diff := cmp.Diff(tc.want.waits, waits); diff != "" {
+				t.Errorf("%s\nstatus.replicas[].reason: -want +got:\n%s", tc.reason, diff)
 			}
 			for k, want := range tc.want.ready {
 				if got := rsp.GetDesired().GetResources()[k].GetReady(); got != want {

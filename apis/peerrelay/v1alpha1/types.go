@@ -29,6 +29,7 @@ const (
 // +kubebuilder:resource:scope=Namespaced,categories=crossplane
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="STATUS",type="string",JSONPath=`.status.conditions[?(@.type=="PeerRelayReady")].reason`,description="Why the peer relay is or is not ready."
+// +kubebuilder:printcolumn:name="REPLICAS",type="string",JSONPath=`.status.readyReplicas`,description="Ready replicas of those the spec asks for."
 // +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=`.status.addresses`,description="Public addresses the replicas are reachable on."
 type PeerRelay struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -279,6 +280,10 @@ type PeerRelayStatus struct {
 	// item.
 	// +optional
 	Addresses string `json:"addresses,omitempty"`
+	// ReadyReplicas is how many replicas are ready of how many the spec
+	// asks for, as "ready/desired", for the REPLICAS column.
+	// +optional
+	ReadyReplicas string `json:"readyReplicas,omitempty"`
 }
 
 // Endpoint is one public address of one replica.
@@ -296,6 +301,15 @@ type ReplicaStatus struct {
 	// +optional
 	Endpoints []string `json:"endpoints,omitempty"`
 	PodReady  bool     `json:"podReady"`
+	// LoadBalancerReady: the replica's Service has a load balancer
+	// address (static endpoints alone do not count).
+	LoadBalancerReady bool `json:"loadBalancerReady"`
+	// Ready: the replica's config advertises its load balancer's address
+	// and its pod is ready.
+	Ready bool `json:"ready"`
+	// Reason says what the replica waits for while it is not ready.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// AWS is the subnet and Elastic IP the replica's Service or load
 	// balancer was given (spec.aws): what the function decided, kept while
 	// a new placement waits for the provider's check.
