@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +21,16 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
-// TestMintAndRemoveDevice: with Tailscale API access (a contract fake of
-// the API, the one part that cannot be real here) and no auth key named,
-// the provider mints one single-use key into R-i-authkey, never mints again
-// once the device exists, and on deletion removes the device before letting
-// the RelayConfig go, retrying through API errors.
-func TestMintAndRemoveDevice(t *testing.T) {
+// startMinting starts the provider with Tailscale API access (the contract
+// fake) and a RelayConfig relay-0 whose key it mints, logging to logs when
+// set.
+func startMinting(t *testing.T, logs io.Writer) (*tailnettest.FakeAPI, *env) {
+	t.Helper()
 	api := tailnettest.StartFakeAPI(t)
-	logs := &harness.SyncBuffer{}
 	e := startWith(t, providertest.Options{Log: logs, ProviderConfig: v1alpha1.ProviderConfigSpec{
 		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "team-a"}},
 	}})
-	ctx := context.Background()
-	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
+	must(t, e.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
 		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
 	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
 	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
@@ -40,6 +38,18 @@ func TestMintAndRemoveDevice(t *testing.T) {
 		rc.Spec.ForProvider.Tags = []string{"tag:relay"}
 		rc.Spec.ForProvider.StateSecretName = "relay-0"
 	})
+	return api, e
+}
+
+// TestMintAndRemoveDevice: with Tailscale API access (a contract fake of
+// the API, the one part that cannot be real here) and no auth key named,
+// the provider mints one single-use key into R-i-authkey, never mints again
+// once the device exists, and on deletion removes the device before letting
+// the RelayConfig go, retrying through API errors.
+func TestMintAndRemoveDevice(t *testing.T) {
+	logs := &harness.SyncBuffer{}
+	api, e := startMinting(t, logs)
+	ctx := context.Background()
 
 	cfg := e.config(t, "relay-0-config", "a config referring to the minted key", func(c ipn.ConfigVAlpha) bool { return c.AuthKey != nil })
 	if *cfg.AuthKey != "file:/etc/tailscale/authkey/relay-0/authkey-k1" {

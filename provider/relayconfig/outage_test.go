@@ -10,13 +10,11 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
-	"github.com/peerrelay/peerrelay/test/harness/providertest"
 )
 
 // outage is how long TestTailscaleAPIOutage holds the API down: long
@@ -32,19 +30,8 @@ const outage = 90 * time.Second
 // API is back the key is minted within one backoff step (60 s).
 func TestTailscaleAPIOutage(t *testing.T) {
 	t.Parallel() // its outage is mostly waiting
-	api := tailnettest.StartFakeAPI(t)
-	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
-		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "team-a"}},
-	}})
+	api, e := startMinting(t, nil)
 	ctx := context.Background()
-	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-oauth"},
-		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
-	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
-	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
-		rc.Spec.ForProvider.AuthKeySecretRef = nil
-		rc.Spec.ForProvider.Tags = []string{"tag:relay"}
-		rc.Spec.ForProvider.StateSecretName = "relay-0"
-	})
 	e.waitFor(t, "relay-0", "the first key", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID == "k1" })
 
 	// The API goes down; the key expires unused: a new one is needed.
