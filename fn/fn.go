@@ -95,6 +95,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err := setStatus(req, rsp, sum.status); err != nil {
 		return err
 	}
+	reportTransitions(rsp, transitions(obs.last.Replicas, sum.status.Replicas))
 	requirePods(rsp, r)
 	requireProxyClass(rsp, r)
 	for _, w := range warnings(r) {

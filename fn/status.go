@@ -69,9 +69,9 @@ func summarise(r *relay, o observedState) summary {
 		if ro.podReady {
 			podsReady++
 		}
-		rs.LoadBalancerReady = ro.lbAddress
+		rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
 		rs.Ready = advertised && ro.podReady
-		rs.Reason = replicaWaits(ro, advertised)
+		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady, advertised)
 		if rs.Ready {
 			readyReplicas++
 		}
@@ -109,11 +109,11 @@ func summarise(r *relay, o observedState) summary {
 
 // replicaWaits says what a replica that is not ready waits for, first
 // things first; "" when it is ready.
-func replicaWaits(ro replicaObservation, advertised bool) string {
+func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
 	switch {
 	case ro.key.Status == corev1.ConditionFalse && ro.key.Reason != relayv1alpha1.ReasonKeyMinting:
 		return string(ro.key.Reason) + ": " + ro.key.Message
-	case !ro.lbAddress:
+	case !addressed:
 		return "waiting for its load balancer's address"
 	case !advertised:
 		return "waiting for its config to advertise the load balancer's address"

@@ -323,6 +323,9 @@ func (s *system) scale(ctx context.Context, t *testing.T) {
 			if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, fmt.Sprintf("all %d replicas", n)) {
 				return fmt.Errorf("PeerRelayReady %s: %s", st, msg)
 			}
+			if got, _, _ := unstructured.NestedString(pr.Object, "status", "readyReplicas"); got != fmt.Sprintf("%d/%d", n, n) {
+				return fmt.Errorf("status.readyReplicas (REPLICAS) %q", got)
+			}
 			pods := s.relayPods(ctx, t, ns, name)
 			if len(pods) != n {
 				return fmt.Errorf("%d pods: %v", len(pods), pods)
@@ -362,6 +365,11 @@ func (s *system) specChange(ctx context.Context, t *testing.T) {
 	const ns, name = "team-a", "changed"
 	s.applyPeerRelay(t, ns, name, "replicas: 1\nauthKeySecretRef: {name: tailscale-auth}")
 	s.waitReady(ctx, t, ns, name, 90*time.Second)
+	// A replica's first transitions are events on the PeerRelay (later ones
+	// may fall to client-go's per-object event spam filter: README).
+	harness.Eventually(t, 30*time.Second, "an event saying replica 0's load balancer has an address", func(ctx context.Context) error {
+		return s.eventContains(ctx, ns, name, "replica 0: its load balancer has an address")
+	})
 	if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p",
 		`{"spec":{"port":7001,"service":{"annotations":{"example.com/team":"net"}}}}`); err != nil {
 		t.Fatalf("%v\n%s", err, out)
