@@ -25,6 +25,8 @@ const (
 	containerName   = "tailscaled"
 	configMountRoot = "/etc/tsconfig"
 	healthCheckPort = 9002
+	// metricsPortName names healthCheckPort once it serves metrics too.
+	metricsPortName = "metrics"
 	servicePortName = "peerrelay"
 	authKeyVolume   = "authkey"
 	configVolume    = "config"
@@ -249,6 +251,12 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	// The rest of what the Tailscale operator applies from a ProxyClass.
 	spec.NodeName, spec.DNSPolicy, spec.DNSConfig = pod.NodeName, pod.DNSPolicy, pod.DNSConfig
 	spec.Containers[0].ImagePullPolicy = pod.ImagePullPolicy
+	if r.metrics() {
+		// containerboot serves /metrics beside /healthz on the same
+		// socket; the port's name says so, for a PodMonitor to select.
+		spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
+		spec.Containers[0].Ports[0].Name = metricsPortName
+	}
 	spec.Containers[0].Env = append(spec.Containers[0].Env, pod.Env...)
 	m := meta(r, name, commonLabels(r))
 	if len(pod.StatefulSetLabels) > 0 {

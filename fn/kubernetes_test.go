@@ -179,6 +179,10 @@ func TestReplicaStatefulSet(t *testing.T) {
 			},
 		}
 	}
+	// metricsOn is want with containerboot's /metrics on.
+	metricsOn := want()
+	metricsOn.Spec.Template.Spec.Containers[0].Env = append(metricsOn.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
+	metricsOn.Spec.Template.Spec.Containers[0].Ports[0].Name = "metrics"
 	cases := map[string]struct {
 		reason string
 		r      *relay
@@ -240,6 +244,22 @@ func TestReplicaStatefulSet(t *testing.T) {
 				p.Containers[0].Env = append(p.Containers[0].Env, corev1.EnvVar{Name: "TS_DEBUG_FIREWALL_MODE", Value: "auto"})
 				return s
 			}(),
+		},
+		"Metrics": {
+			reason: "spec.metrics.enable turns containerboot's /metrics on, on the health port, then named metrics.",
+			r:      testRelay(t, func(r *relay) { r.Spec.Metrics = &v1alpha1.Metrics{Enable: true} }),
+			want:   metricsOn,
+		},
+		"MetricsFromProxyClass": {
+			reason: "A ProxyClass's spec.metrics.enable, which the Tailscale operator ignores for PeerRelays, does the same.",
+			r: testRelay(t, func(r *relay) {
+				pc := &proxyClass{}
+				if err := json.Unmarshal([]byte(`{"spec":{"metrics":{"enable":true}}}`), pc); err != nil {
+					t.Fatal(err)
+				}
+				r.Pod = layerPod(pc, nil)
+			}),
+			want: metricsOn,
 		},
 		"PodSettings": {
 			reason: "Pod labels and annotations are the user's, but ours win on the labels the selector needs; resources and node selector are the user's.",

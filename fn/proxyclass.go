@@ -50,6 +50,9 @@ type proxyClass struct {
 				} `json:"tailscaleContainer,omitempty"`
 			} `json:"pod,omitempty"`
 		} `json:"statefulSet,omitempty"`
+		Metrics *struct {
+			Enable bool `json:"enable"`
+		} `json:"metrics,omitempty"`
 	} `json:"spec"`
 }
 
@@ -67,6 +70,8 @@ type podSettings struct {
 	DNSConfig                                 *corev1.PodDNSConfig
 	ImagePullPolicy                           corev1.PullPolicy
 	Env                                       []corev1.EnvVar
+	// Metrics: the ProxyClass's spec.metrics.enable.
+	Metrics bool
 }
 
 // proxyClassLookup is what Crossplane supplied of spec.proxyClass.
@@ -101,6 +106,7 @@ func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
 // layerPod applies the ProxyClass, then spec.pod on top.
 func layerPod(pc *proxyClass, spec *v1alpha1.PodSpec) podSettings {
 	var s podSettings
+	s.Metrics = pc != nil && pc.Spec.Metrics != nil && pc.Spec.Metrics.Enable
 	if pc != nil && pc.Spec.StatefulSet != nil {
 		s.StatefulSetLabels, s.StatefulSetAnnotations = pc.Spec.StatefulSet.Labels, pc.Spec.StatefulSet.Annotations
 	}

@@ -64,6 +64,12 @@ type relay struct {
 	AWS *awsPlan
 }
 
+// metrics tells whether the relay pods serve their metrics: spec.metrics
+// or the ProxyClass's spec.metrics asks for them.
+func (r *relay) metrics() bool {
+	return r.Pod.Metrics || (r.Spec.Metrics != nil && r.Spec.Metrics.Enable)
+}
+
 // perReplicaZones tells whether each replica runs in its subnet's zone:
 // asked for, or by default when replicas are pinned to subnets, since a
 // pinned subnet enables only its own zone on the replica's NLB and an NLB

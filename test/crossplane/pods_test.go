@@ -3,9 +3,13 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +43,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	applied := time.Now()
-	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}")
+	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\nmetrics: {enable: true}")
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
 	t.Logf("kubectl apply → PeerRelayReady: %v", time.Since(applied).Round(100*time.Millisecond))
 
@@ -106,7 +110,9 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 		t.Errorf("the container restarted %d times for an address change", n)
 	}
 
-	// Two clients kept off direct paths reach each other through a replica.
+	// Two clients kept off direct paths reach each other through a replica,
+	// and the replicas' metrics (spec.metrics) count what they forwarded.
+	forwardedBefore := s.relayForwarded(ctx, t, ns, name)
 	a := s.client(t, "client-a")
 	b := s.client(t, "client-b")
 	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
@@ -126,6 +132,13 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if sessions == 0 {
 		t.Errorf("the ping went through %s, yet no replica lists a relay session", via)
 	}
+	harness.Eventually(t, 30*time.Second, "the relays' forwarded-packet counters move", func(ctx context.Context) error {
+		if after := s.relayForwarded(ctx, t, ns, name); after <= forwardedBefore {
+			return fmt.Errorf("tailscaled_peer_relay_forwarded_packets_total: %d before the ping, %d after", forwardedBefore, after)
+		}
+		return nil
+	})
+	t.Logf("forwarded packets over both replicas: %d before the ping, %d after", forwardedBefore, s.relayForwarded(ctx, t, ns, name))
 
 	// The key Secret is deleted after enrolment; a replaced pod starts from
 	// its state, as the same device.
@@ -261,4 +274,44 @@ func (s *system) client(t *testing.T, hostname string) *tailnet.Daemon {
 	t.Helper()
 	netns, _ := s.node.TestHost(t)
 	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
+}
+
+// relayForwarded scrapes each relay pod of PeerRelay ns/name on its port
+// named metrics and sums tailscaled_peer_relay_forwarded_packets_total.
+func (s *system) relayForwarded(ctx context.Context, t *testing.T, ns, name string) int {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, p := range pods.Items {
+		port := 0
+		for _, cp := range p.Spec.Containers[0].Ports {
+			if cp.Name == "metrics" {
+				port = int(cp.ContainerPort)
+			}
+		}
+		if port == 0 || p.Status.PodIP == "" {
+			t.Fatalf("pod %s: no port named metrics, or no IP", p.Name)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("scraping pod %s: %v", p.Name, err)
+		}
+		b, _ := io.ReadAll(rsp.Body)
+		_ = rsp.Body.Close()
+		for l := range strings.Lines(string(b)) {
+			if strings.HasPrefix(l, "tailscaled_peer_relay_forwarded_packets_total") {
+				f := strings.Fields(l)
+				n, _ := strconv.Atoi(f[len(f)-1])
+				total += n
+			}
+		}
+	}
+	return total
 }

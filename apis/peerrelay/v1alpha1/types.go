@@ -67,6 +67,13 @@ type PeerRelaySpec struct {
 	// +optional
 	Tags []Tag `json:"tags,omitempty"`
 
+	// Metrics exposes tailscaled's metrics (containerboot's /metrics, the
+	// peer relay's forwarded packets and bytes among them) on each relay
+	// pod's port named "metrics", 9002. A ProxyClass's spec.metrics.enable
+	// does the same.
+	// +optional
+	Metrics *Metrics `json:"metrics,omitempty"`
+
 	// Tailnet names the ClusterProviderConfig whose Tailscale API access
 	// (spec.tailscale) the replicas use: which tailnet keys are minted in and
 	// devices removed from. Blank: the function Input's provider config
@@ -291,6 +298,12 @@ type Endpoint struct {
 	Replica int32  `json:"replica"`
 	Address string `json:"address"`
 	Port    int32  `json:"port"`
+}
+
+// Metrics says whether the relay pods serve their metrics.
+type Metrics struct {
+	// Enable serves /metrics on port 9002, named "metrics".
+	Enable bool `json:"enable"`
 }
 
 // ReplicaStatus summarises one replica.
