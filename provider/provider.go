@@ -99,10 +99,11 @@ func addHealthChecks(mgr ctrl.Manager) error {
 // address), what Crossplane providers report about their managed
 // resources: the managed reconciler's times to first reconcile, readiness,
 // deletion and drift, and how many RelayConfigs exist, are ready and are
-// synced, recorded every poll. Once per process.
+// synced, recorded every poll; and the provider's own (relayconfig.
+// Collectors). Once per process.
 func Metrics(poll time.Duration) (*controller.MetricOptions, error) {
 	mr, state := managed.NewMRMetricRecorder(), statemetrics.NewMRStateMetrics()
-	for _, c := range []prometheus.Collector{mr, state} {
+	for _, c := range append([]prometheus.Collector{mr, state}, relayconfig.Collectors()...) {
 		if err := metrics.Registry.Register(c); err != nil {
 			return nil, err
 		}

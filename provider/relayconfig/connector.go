@@ -227,7 +227,11 @@ func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg
 		newAPI = func(baseURL, tn, id, secret string) (tailnet.API, error) { return tailnet.New(baseURL, tn, id, secret) }
 	}
 	id, secret := cred[v1alpha1.OAuthClientIDKey], cred[v1alpha1.OAuthClientSecretKey]
-	return c.apis.get([]string{t.BaseURL, t.Tailnet, id, secret}, func() (tailnet.API, error) { return newAPI(t.BaseURL, t.Tailnet, id, secret) })
+	api, err := c.apis.get([]string{t.BaseURL, t.Tailnet, id, secret}, func() (tailnet.API, error) { return newAPI(t.BaseURL, t.Tailnet, id, secret) })
+	if err != nil {
+		return nil, err
+	}
+	return countedAPI{api}, nil
 }
 
 // credentials reads the credentials Secret ref names (at field of the

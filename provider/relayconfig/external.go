@@ -79,7 +79,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 		return managed.ExternalObservation{}, err
 	}
 	e.checkPlacement(ctx, mg)
+	start := time.Now()
 	res, resolveErr := e.resolver.Resolve(ctx, svc, p)
+	observeResolve(start, resolveErr)
 	current, err := e.configSecret(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err

@@ -112,7 +112,8 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 // Crossplane's runtime gives it, the managed resource metrics Crossplane
 // providers report: how many RelayConfigs exist and are ready (in the whole
 // cluster, all of them ready here), and the managed reconciler's time to
-// first readiness.
+// first readiness; and the provider's own: keys minted and API calls by
+// outcome, resolution times.
 func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 	t.Helper()
 	harness.Eventually(t, 30*time.Second, "a provider pod reports the RelayConfigs", func(ctx context.Context) error {
@@ -143,12 +144,16 @@ func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 			b, _ := io.ReadAll(rsp.Body)
 			_ = rsp.Body.Close()
 			body := string(b)
-			if strings.Contains(body, exists) && strings.Contains(body, ready) && strings.Contains(body, "crossplane_managed_resource_first_time_to_readiness_seconds_count") {
+			// And the provider's own: the leader minted one key per
+			// replica, and timed every resolution.
+			if strings.Contains(body, exists) && strings.Contains(body, ready) && strings.Contains(body, "crossplane_managed_resource_first_time_to_readiness_seconds_count") &&
+				strings.Contains(body, "peerrelay_auth_keys_minted_total 2") && strings.Contains(body, `peerrelay_tailscale_api_calls_total{call="create_key",outcome="ok"} 2`) &&
+				strings.Contains(body, `peerrelay_resolve_duration_seconds_count{outcome="ok"}`) {
 				return nil
 			}
 			var state []string
 			for l := range strings.Lines(body) {
-				if strings.HasPrefix(l, "crossplane_managed_resource_") && !strings.Contains(l, "_bucket") {
+				if (strings.HasPrefix(l, "crossplane_managed_resource_") || strings.HasPrefix(l, "peerrelay_")) && !strings.Contains(l, "_bucket") {
 					state = append(state, strings.TrimSpace(l))
 				}
 			}
