@@ -112,7 +112,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 
 	// Two clients kept off direct paths reach each other through a replica,
 	// and the replicas' metrics (spec.metrics) count what they forwarded.
-	forwardedBefore := s.relayForwarded(ctx, t, ns, name)
+	forwardedBefore, _ := s.relayMetrics(ctx, t, ns, name)
 	a := s.client(t, "client-a")
 	b := s.client(t, "client-b")
 	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
@@ -132,13 +132,18 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if sessions == 0 {
 		t.Errorf("the ping went through %s, yet no replica lists a relay session", via)
 	}
-	harness.Eventually(t, 30*time.Second, "the relays' forwarded-packet counters move", func(ctx context.Context) error {
-		if after := s.relayForwarded(ctx, t, ns, name); after <= forwardedBefore {
+	dashboard := dashboardMetrics(t, "tailscaled_")
+	harness.Eventually(t, 30*time.Second, "the relays' forwarded-packet counters move, and every relay metric the dashboard shows", func(ctx context.Context) error {
+		after, scrape := s.relayMetrics(ctx, t, ns, name)
+		if after <= forwardedBefore {
 			return fmt.Errorf("tailscaled_peer_relay_forwarded_packets_total: %d before the ping, %d after", forwardedBefore, after)
 		}
+		if m := missing(dashboard, scrape); len(m) > 0 {
+			return fmt.Errorf("docs/grafana-dashboard.json queries %v, which the relay pods do not export", m)
+		}
+		t.Logf("forwarded packets over both replicas: %d before the ping, %d after", forwardedBefore, after)
 		return nil
 	})
-	t.Logf("forwarded packets over both replicas: %d before the ping, %d after", forwardedBefore, s.relayForwarded(ctx, t, ns, name))
 
 	// The key Secret is deleted after enrolment; a replaced pod starts from
 	// its state, as the same device.
@@ -276,15 +281,17 @@ func (s *system) client(t *testing.T, hostname string) *tailnet.Daemon {
 	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
 }
 
-// relayForwarded scrapes each relay pod of PeerRelay ns/name on its port
-// named metrics and sums tailscaled_peer_relay_forwarded_packets_total.
-func (s *system) relayForwarded(ctx context.Context, t *testing.T, ns, name string) int {
+// relayMetrics scrapes each relay pod of PeerRelay ns/name on its port
+// named metrics, and returns the sum of
+// tailscaled_peer_relay_forwarded_packets_total and what the pods served.
+func (s *system) relayMetrics(ctx context.Context, t *testing.T, ns, name string) (int, string) {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
 		t.Fatal(err)
 	}
 	total := 0
+	var scrape strings.Builder
 	for _, p := range pods.Items {
 		port := 0
 		for _, cp := range p.Spec.Containers[0].Ports {
@@ -305,6 +312,7 @@ func (s *system) relayForwarded(ctx context.Context, t *testing.T, ns, name stri
 		}
 		b, _ := io.ReadAll(rsp.Body)
 		_ = rsp.Body.Close()
+		scrape.WriteString("\n" + string(b))
 		for l := range strings.Lines(string(b)) {
 			if strings.HasPrefix(l, "tailscaled_peer_relay_forwarded_packets_total") {
 				f := strings.Fields(l)
@@ -313,5 +321,5 @@ func (s *system) relayForwarded(ctx context.Context, t *testing.T, ns, name stri
 			}
 		}
 	}
-	return total
+	return total, scrape.String()
 }

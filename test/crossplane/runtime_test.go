@@ -116,6 +116,7 @@ func (s *system) providerFromImage(ctx context.Context, t *testing.T) {
 // outcome, resolution times.
 func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 	t.Helper()
+	dashboard := dashboardMetrics(t, "peerrelay_", "crossplane_")
 	harness.Eventually(t, 30*time.Second, "a provider pod reports the RelayConfigs", func(ctx context.Context) error {
 		rcs, err := s.List(ctx, relayAPI, "RelayConfig", "")
 		if err != nil {
@@ -149,6 +150,9 @@ func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 			if strings.Contains(body, exists) && strings.Contains(body, ready) && strings.Contains(body, "crossplane_managed_resource_first_time_to_readiness_seconds_count") &&
 				strings.Contains(body, "peerrelay_auth_keys_minted_total 2") && strings.Contains(body, `peerrelay_tailscale_api_calls_total{call="create_key",outcome="ok"} 2`) &&
 				strings.Contains(body, `peerrelay_resolve_duration_seconds_count{outcome="ok"}`) {
+				if m := missing(dashboard, "\n"+body); len(m) > 0 {
+					return fmt.Errorf("docs/grafana-dashboard.json queries %v, which the provider does not export", m)
+				}
 				return nil
 			}
 			var state []string
