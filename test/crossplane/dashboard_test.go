@@ -1,11 +1,16 @@
 package crossplane
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,6 +48,21 @@ func dashboardMetrics(t *testing.T, prefixes ...string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// scrapeMetrics returns what a pod serves at /metrics on port.
+func scrapeMetrics(ctx context.Context, podIP string, port int) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, strconv.Itoa(port))+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rsp.Body.Close() }()
+	b, err := io.ReadAll(rsp.Body)
+	return string(b), err
 }
 
 // missing returns the names that no line of a scrape starts with.

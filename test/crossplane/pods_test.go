@@ -3,9 +3,6 @@ package crossplane
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"sort"
@@ -302,18 +299,12 @@ func (s *system) relayMetrics(ctx context.Context, t *testing.T, ns, name string
 		if port == 0 || p.Status.PodIP == "" {
 			t.Fatalf("pod %s: no port named metrics, or no IP", p.Name)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))+"/metrics", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rsp, err := http.DefaultClient.Do(req)
+		body, err := scrapeMetrics(ctx, p.Status.PodIP, port)
 		if err != nil {
 			t.Fatalf("scraping pod %s: %v", p.Name, err)
 		}
-		b, _ := io.ReadAll(rsp.Body)
-		_ = rsp.Body.Close()
-		scrape.WriteString("\n" + string(b))
-		for l := range strings.Lines(string(b)) {
+		scrape.WriteString("\n" + body)
+		for l := range strings.Lines(body) {
 			if strings.HasPrefix(l, "tailscaled_peer_relay_forwarded_packets_total") {
 				f := strings.Fields(l)
 				n, _ := strconv.Atoi(f[len(f)-1])

@@ -3,9 +3,7 @@ package crossplane
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -133,18 +131,11 @@ func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 			if !strings.HasPrefix(p.Name, providerName) || p.Status.PodIP == "" {
 				continue
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/metrics", nil)
-			if err != nil {
-				return err
-			}
-			rsp, err := http.DefaultClient.Do(req)
+			body, err := scrapeMetrics(ctx, p.Status.PodIP, 8080)
 			if err != nil {
 				seen = append(seen, p.Name+": "+err.Error())
 				continue
 			}
-			b, _ := io.ReadAll(rsp.Body)
-			_ = rsp.Body.Close()
-			body := string(b)
 			// And the provider's own: the leader minted one key per
 			// replica, and timed every resolution.
 			if strings.Contains(body, exists) && strings.Contains(body, ready) && strings.Contains(body, "crossplane_managed_resource_first_time_to_readiness_seconds_count") &&
