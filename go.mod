@@ -19,6 +19,7 @@ require (
 	github.com/miekg/dns v1.1.62
 	github.com/prometheus/client_golang v1.23.2
 	go.uber.org/zap v1.28.0
+	go4.org/mem v0.0.0-20240501181205-ae6ca9944745
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/oauth2 v0.36.0
 	google.golang.org/grpc v1.83.2
@@ -235,7 +236,6 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	go4.org/mem v0.0.0-20240501181205-ae6ca9944745 // indirect
 	go4.org/netipx v0.0.0-20231129151722-fdeea329fbba // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
