@@ -80,8 +80,9 @@ type replicaObservation struct {
 	// endpoints alone do not count: no load balancer may exist yet).
 	lbAddress bool
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
-	// DeviceCleanup condition, providerConfig its ProviderConfigUsable.
-	key, cleanup, providerConfig xpv2.Condition
+	// DeviceCleanup condition, providerConfig its ProviderConfigUsable,
+	// reachable its Reachable (Status "" when the provider does not probe).
+	key, cleanup, providerConfig, reachable xpv2.Condition
 }
 
 func (o observedState) replica(r *relay, i int) replicaObservation {
@@ -103,6 +104,9 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
 		ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
 		ro.providerConfig = rc.GetCondition(relayv1alpha1.ConditionProviderConfig)
+		if c := rc.GetCondition(relayv1alpha1.ConditionReachable); c.Reason != "" {
+			ro.reachable = c
+		}
 		at := atProvider(rc)
 		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
 		// The provider's list is what the replica actually advertises

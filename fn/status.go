@@ -25,6 +25,9 @@ const (
 	reasonReady            = "PeerRelayReady"
 	reasonEndpointsPending = "EndpointsPending"
 	reasonPodsPending      = "PodsPending"
+	// The provider probes (its config's spec.probe) and some replica's
+	// endpoints did not answer.
+	reasonUnreachable      = "EndpointsUnreachable"
 	reasonAWSConfigInvalid = "AWSConfigInvalid"
 	reasonSpecInvalid      = "SpecInvalid"
 	// spec.tailnet names no ClusterProviderConfig the provider can use.
@@ -45,7 +48,8 @@ type summary struct {
 
 func summarise(r *relay, o observedState) summary {
 	s := summary{status: v1alpha1.PeerRelayStatus{Endpoints: []v1alpha1.Endpoint{}, Replicas: []v1alpha1.ReplicaStatus{}}}
-	podsReady, readyReplicas := 0, 0
+	podsReady, readyReplicas, reachable := 0, 0, 0
+	probed := false
 	for i := range r.Replicas {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
@@ -70,7 +74,14 @@ func summarise(r *relay, o observedState) summary {
 			podsReady++
 		}
 		rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
-		rs.Ready = advertised && ro.podReady
+		rs.Reachable = ro.reachable.Status
+		if rs.Reachable != "" {
+			probed = true
+		}
+		if rs.Reachable == corev1.ConditionTrue {
+			reachable++
+		}
+		rs.Ready = advertised && ro.podReady && (rs.Reachable == "" || rs.Reachable == corev1.ConditionTrue)
 		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady, advertised)
 		if rs.Ready {
 			readyReplicas++
@@ -79,6 +90,9 @@ func summarise(r *relay, o observedState) summary {
 	}
 	s.status.Addresses = addresses(s.status.Endpoints)
 	s.status.ReadyReplicas = fmt.Sprintf("%d/%d", readyReplicas, r.Replicas)
+	if probed {
+		s.status.ReachableReplicas = fmt.Sprintf("%d/%d", reachable, r.Replicas)
+	}
 	keyReason, keyMsg := s.keyProblem()
 	tailnet := s.tailnetProblem(r)
 	switch {
@@ -99,6 +113,9 @@ func summarise(r *relay, o observedState) summary {
 	case podsReady < r.Replicas:
 		s.reason = reasonPodsPending
 		s.msg = fmt.Sprintf("%d of %d relay pods are ready", podsReady, r.Replicas)
+	case probed && reachable < r.Replicas:
+		s.reason = reasonUnreachable
+		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", reachable, r.Replicas) + s.unreachable()
 	default:
 		s.ready = true
 		s.reason = reasonReady
@@ -119,8 +136,21 @@ func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
 		return "waiting for its config to advertise the load balancer's address"
 	case !ro.podReady:
 		return "waiting for its pod to be ready"
+	case ro.reachable.Status != "" && ro.reachable.Status != corev1.ConditionTrue:
+		return string(ro.reachable.Reason) + ": " + ro.reachable.Message
 	}
 	return ""
+}
+
+// unreachable names the replicas the probe did not reach and why.
+func (s summary) unreachable() string {
+	var b strings.Builder
+	for i, ro := range s.replicas {
+		if ro.reachable.Status != "" && ro.reachable.Status != corev1.ConditionTrue {
+			fmt.Fprintf(&b, "; replica %d: %s: %s", i, ro.reachable.Reason, ro.reachable.Message)
+		}
+	}
+	return b.String()
 }
 
 // addresses joins the distinct addresses of eps in order.
@@ -214,7 +244,7 @@ func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v
 	}
 	// Written even when empty (omitempty left them out): an empty list
 	// replaces the last one.
-	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": "", "readyReplicas": ""} {
+	for f, empty := range map[string]any{"endpoints": []any{}, "replicas": []any{}, "addresses": "", "readyReplicas": "", "reachableReplicas": ""} {
 		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
 			return fmt.Errorf("cannot set status.%s: %w", f, err)
 		}

@@ -224,6 +224,10 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 		keyMissing = `{type: AuthKeyAvailable, status: "False", reason: AuthKeySecretMissing, message: "Secret ts-auth named by spec.authKeySecretRef does not exist", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		noCleanup  = `{type: DeviceCleanup, status: "False", reason: NoAPIAccess, message: "the device stays", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		cleanup    = `{type: DeviceCleanup, status: "True", reason: TailscaleAPI, message: "removed", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		answered   = `{type: Reachable, status: "True", reason: Answered, message: "every advertised endpoint answered", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		partly     = `{type: Reachable, status: "True", reason: PartlyAnswered, message: "198.51.100.1:41641 answered; no answer from 192.0.2.9:41641", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		noAnswer   = `{type: Reachable, status: "False", reason: NoAnswer, message: "no advertised endpoint answered: 198.51.100.1:41641", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		probeFails = `{type: Reachable, status: "Unknown", reason: ProbeFailed, message: "the prober cannot join the tailnet", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		pod        = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nstatus: {readyReplicas: 1}"
 		svc        = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nstatus: {loadBalancer: {ingress: [{ip: 198.51.100.1}]}}"
 		noIngress  = "apiVersion: v1\nkind: Service\nmetadata: {name: s}"
@@ -236,7 +240,36 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 		wantReason  string
 		wantMsg     string
 		wantCleanup string // DeviceCleanup's status, "" for no condition
+		// wantReachable is status.reachableReplicas, "" when not probed.
+		wantReachable string
 	}{
+		"Reachable": {
+			reason:        "With the probe on, a replica whose endpoints answered is ready, and REACHABLE counts it.",
+			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod},
+			wantReason:    reasonReady,
+			wantReachable: "1/1",
+		},
+		"PartlyReachable": {
+			reason:        "A replica with one silent endpoint of two is still reachable: clients use the one that answers.",
+			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", partly), "statefulset-0": pod},
+			wantReason:    reasonReady,
+			wantReachable: "1/1",
+		},
+		"Unreachable": {
+			reason:        "A replica whose endpoints did not answer keeps the PeerRelay not ready, naming it and the provider's reason, while the other is reachable.",
+			replicas:      2,
+			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip", noAnswer), "statefulset-1": pod},
+			wantReason:    reasonUnreachable,
+			wantMsg:       "1 of 2 replicas answered the provider's reachability probe; replica 1: NoAnswer: no advertised endpoint answered: 198.51.100.1:41641",
+			wantReachable: "1/2",
+		},
+		"ProbeFailed": {
+			reason:        "A probe that cannot run proves nothing: not ready, with the provider's words.",
+			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", probeFails), "statefulset-0": pod},
+			wantReason:    reasonUnreachable,
+			wantMsg:       "replica 0: ProbeFailed: the prober cannot join the tailnet",
+			wantReachable: "0/1",
+		},
 		"StaticOnly": {
 			reason:     "Static endpoints alone are no public address: no load balancer may exist yet.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("static"), "statefulset-0": pod},
@@ -300,15 +333,19 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 				spec += "\ntailnet: " + tc.tailnet
 			}
 			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, spec), Resources: obs}})
-			got := map[string]*fnv1.Condition{}
+			conds := map[string]*fnv1.Condition{}
 			for _, c := range rsp.GetConditions() {
-				got[c.GetType()] = c
+				conds[c.GetType()] = c
 			}
-			if c := got[conditionReady]; c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.wantMsg) {
+			if c := conds[conditionReady]; c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.wantMsg) {
 				t.Errorf("%s\nPeerRelayReady: %s %q, want %s %q", tc.reason, c.GetReason(), c.GetMessage(), tc.wantReason, tc.wantMsg)
 			}
+			got, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "reachableReplicas").(string)
+			if got != tc.wantReachable {
+				t.Errorf("%s\nstatus.reachableReplicas (the REACHABLE column): %q, want %q", tc.reason, got, tc.wantReachable)
+			}
 			cleanup := ""
-			if c := got[conditionDeviceCleanup]; c != nil {
+			if c := conds[conditionDeviceCleanup]; c != nil {
 				cleanup = c.GetStatus().String()
 			}
 			if cleanup != tc.wantCleanup {

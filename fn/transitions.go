@@ -7,6 +7,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -18,6 +19,8 @@ const (
 	reasonEndpointsChanged      = "EndpointsChanged"
 	reasonReplicaReady          = "ReplicaReady"
 	reasonReplicaNotReady       = "ReplicaNotReady"
+	reasonReplicaReachable      = "ReplicaReachable"
+	reasonReplicaUnreachable    = "ReplicaUnreachable"
 )
 
 // transition is one replica's change between the status the PeerRelay
@@ -44,6 +47,12 @@ func transitions(last, now []v1alpha1.ReplicaStatus) []transition {
 		}
 		if len(r.Endpoints) > 0 && !slices.Equal(r.Endpoints, was.Endpoints) {
 			out = append(out, transition{reason: reasonEndpointsChanged, message: fmt.Sprintf("replica %d's public endpoints are now %s", r.Index, strings.Join(r.Endpoints, ", "))})
+		}
+		switch {
+		case r.Reachable == corev1.ConditionTrue && was.Reachable != corev1.ConditionTrue:
+			out = append(out, transition{reason: reasonReplicaReachable, message: fmt.Sprintf("replica %d (%s): its endpoints answered the reachability probe", r.Index, r.Hostname)})
+		case r.Reachable == corev1.ConditionFalse && was.Reachable != corev1.ConditionFalse:
+			out = append(out, transition{warning: true, reason: reasonReplicaUnreachable, message: fmt.Sprintf("replica %d (%s): its endpoints did not answer the reachability probe", r.Index, r.Hostname)})
 		}
 		switch {
 		case r.Ready && !was.Ready:

@@ -5,6 +5,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
@@ -16,6 +17,10 @@ func TestTransitions(t *testing.T) {
 	moved.Endpoints = []string{"203.0.113.20:41641"}
 	podDown := ready
 	podDown.PodReady, podDown.Ready, podDown.Reason = false, false, "waiting for its pod to be ready"
+	reachable := ready
+	reachable.Reachable = corev1.ConditionTrue
+	unreachable := ready
+	unreachable.Reachable, unreachable.Ready, unreachable.Reason = corev1.ConditionFalse, false, "NoAnswer: no advertised endpoint answered"
 	cases := map[string]struct {
 		reason    string
 		last, now []v1alpha1.ReplicaStatus
@@ -43,6 +48,22 @@ func TestTransitions(t *testing.T) {
 			reason: "A replica that stops being ready is a Warning saying what it waits for.",
 			last:   []v1alpha1.ReplicaStatus{ready}, now: []v1alpha1.ReplicaStatus{podDown},
 			want: []transition{{warning: true, reason: reasonReplicaNotReady, message: "replica 0 (r-0) is no longer ready: waiting for its pod to be ready"}},
+		},
+		"Unreachable": {
+			reason: "A replica whose endpoints stop answering the probe is a Warning, and no longer ready.",
+			last:   []v1alpha1.ReplicaStatus{reachable}, now: []v1alpha1.ReplicaStatus{unreachable},
+			want: []transition{
+				{warning: true, reason: reasonReplicaUnreachable, message: "replica 0 (r-0): its endpoints did not answer the reachability probe"},
+				{warning: true, reason: reasonReplicaNotReady, message: "replica 0 (r-0) is no longer ready: NoAnswer: no advertised endpoint answered"},
+			},
+		},
+		"ReachableAgain": {
+			reason: "Answering again says so once, and ready again.",
+			last:   []v1alpha1.ReplicaStatus{unreachable}, now: []v1alpha1.ReplicaStatus{reachable},
+			want: []transition{
+				{reason: reasonReplicaReachable, message: "replica 0 (r-0): its endpoints answered the reachability probe"},
+				{reason: reasonReplicaReady, message: "replica 0 (r-0) is ready"},
+			},
 		},
 	}
 	for name, tc := range cases {

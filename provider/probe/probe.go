@@ -45,9 +45,6 @@ import (
 
 // Errors a probe can end with. Each says what a user would look at.
 var (
-	// ErrNotInNetmap: the relay's device is not a peer of the prober (not
-	// logged in, or the policy does not let the prober see it).
-	ErrNotInNetmap = errors.New("the relay's device is not in the prober's netmap")
 	// ErrNoAllocation: the relay did not allocate an endpoint over DERP,
 	// typically because the policy does not grant the prober
 	// tailscale.com/cap/relay on it, or its relay server is not running.
@@ -195,33 +192,32 @@ func (p *Prober) Close() {
 	p.bus.Close()
 }
 
-// peer finds the relay's device in the netmap by its stable ID, the
-// device_id containerboot writes into the replica's state Secret.
-func (p *Prober) peer(id tailcfg.StableNodeID) (tailcfg.NodeView, *tailcfg.DERPMap, bool) {
+// Peer finds a device in the prober's netmap by its stable ID, the
+// device_id containerboot writes into a replica's state Secret.
+func (p *Prober) Peer(id tailcfg.StableNodeID) (tailcfg.NodeView, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.nm == nil {
-		return tailcfg.NodeView{}, nil, false
+		return tailcfg.NodeView{}, false
 	}
 	for _, n := range p.nm.Peers {
 		if n.StableID() == id {
-			return n, p.nm.DERPMap, true
+			return n, true
 		}
 	}
-	return tailcfg.NodeView{}, nil, false
+	return tailcfg.NodeView{}, false
 }
 
 // Probe asks the relay device for an endpoint and then knocks on addr. It
 // returns nil when the relay's challenge comes back from addr within
 // timeout.
-func (p *Prober) Probe(ctx context.Context, relay tailcfg.StableNodeID, addr netip.AddrPort, timeout time.Duration) error {
+func (p *Prober) Probe(ctx context.Context, relay tailcfg.NodeView, addr netip.AddrPort, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	peer, derpMap, ok := p.peer(relay)
-	if !ok {
-		return ErrNotInNetmap
-	}
-	alloc, second, err := p.allocate(ctx, peer, derpMap)
+	p.mu.Lock()
+	derpMap := p.nm.DERPMap
+	p.mu.Unlock()
+	alloc, second, err := p.allocate(ctx, relay, derpMap)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
 
 // Where a minted key lives and what tailscaled writes into its state Secret.
@@ -273,7 +274,7 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	if err := e.notForeign(ctx, mg, name, field); err != nil {
 		return "", err
 	}
-	id, key, expires, err := e.api.CreateAuthKey(ctx, mg.Spec.ForProvider.Tags, "peer relay "+mg.GetNamespace()+"/"+mg.GetName())
+	id, key, expires, err := e.api.CreateAuthKey(ctx, tailnet.KeyRequest{Tags: mg.Spec.ForProvider.Tags, Description: "peer relay " + mg.GetNamespace() + "/" + mg.GetName()})
 	if err != nil {
 		return "", err
 	}

@@ -22,9 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/placement"
+	"github.com/peerrelay/peerrelay/provider/probe"
 	"github.com/peerrelay/peerrelay/provider/resolve"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
@@ -42,6 +44,9 @@ type connector struct {
 	// apis and aws are the API clients, kept across reconciles.
 	apis clientCache[tailnet.API]
 	aws  clientCache[awsClients]
+	// probers are the reachability probers (reachability.go); nil: no
+	// probe runs.
+	probers *probers
 	// namespacedOverrides lets a namespaced ProviderConfig use the
 	// provider's own AWS identity and other API endpoints
 	// (FeatureNamespacedOverrides).
@@ -96,10 +101,11 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder()}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers}
 	if spec.Policy != nil {
 		e.allowedTags = spec.Policy.Tags
 	}
+	defer func() { e.reachability = c.reachability(mg, spec, e.api) }()
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
@@ -116,6 +122,44 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		e.api = api
 	}
 	return e, nil
+}
+
+// reachability returns how a RelayConfig is probed under spec, or nil when
+// spec.probe is unset.
+func (c *connector) reachability(mg *v1alpha1.RelayConfig, spec *v1alpha1.ProviderConfigSpec, api tailnet.API) *reachability {
+	if spec.Probe == nil || c.probers == nil || meta.WasDeleted(mg) {
+		return nil
+	}
+	every := v1alpha1.DefaultProbeInterval
+	if i := spec.Probe.Interval; i != nil {
+		every = max(i.Duration, v1alpha1.MinProbeInterval)
+	}
+	r := &reachability{every: every}
+	if api == nil {
+		r.prober = func(context.Context) (*probe.Prober, error) {
+			return nil, errors.New("spec.probe needs spec.tailscale in the provider config: the prober's key is minted through it")
+		}
+		return r
+	}
+	controlURL := spec.ControlURL
+	if controlURL == "" {
+		controlURL = ipn.DefaultControlURL
+	}
+	ref := mg.GetProviderConfigReference()
+	name := ref.Kind + "/" + ref.Name
+	if ref.Kind == v1alpha1.ProviderConfigKind {
+		name = ref.Kind + "/" + mg.GetNamespace() + "/" + ref.Name
+	}
+	// The prober is the provider config's, under what it joined with: a
+	// change of any of these joins a new one.
+	config := fmt.Sprintf("%s %v", controlURL, spec.Probe.Tags)
+	if t := spec.Tailscale; t != nil {
+		config += " " + t.BaseURL + " " + t.Tailnet + " " + t.OAuthSecretRef.Namespace + "/" + t.OAuthSecretRef.Name
+	}
+	r.prober = func(ctx context.Context) (*probe.Prober, error) {
+		return c.probers.prober(ctx, name, config, probe.Options{ControlURL: controlURL, Hostname: "peerrelay-prober"}, api, spec.Probe.Tags)
+	}
+	return r
 }
 
 func (c *connector) recorder() event.Recorder {
@@ -213,6 +257,8 @@ func (c *connector) namespacedPolicy(spec *v1alpha1.ProviderConfigSpec) error {
 		return fmt.Errorf("spec.aws.endpoint sends AWS requests elsewhere, which %s", how)
 	case spec.Tailscale != nil && spec.Tailscale.BaseURL != "":
 		return fmt.Errorf("spec.tailscale.baseURL sends Tailscale API requests elsewhere, which %s", how)
+	case spec.Probe != nil && spec.ControlURL != "":
+		return fmt.Errorf("spec.probe with spec.controlURL has the provider's prober log in to another control server, which %s", how)
 	}
 	return nil
 }

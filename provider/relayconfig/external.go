@@ -51,6 +51,10 @@ type external struct {
 	// allowedTags are the tags minted keys may carry (the provider
 	// config's spec.policy.tags); nil: any.
 	allowedTags []string
+	// probers are the provider's probers; reachability says how this
+	// RelayConfig is probed, nil when its provider config does not.
+	probers      *probers
+	reachability *reachability
 
 	// What Observe found for Create or Update to write: the config and its
 	// inputs, and whether the state Secret is missing or a key must be
@@ -120,6 +124,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
 	deviceID(mg, state) // recorded for Delete, even if the state goes later
 	e.cleanupCondition(mg)
+	e.checkReachability(ctx, mg, eps)
 	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -402,6 +407,7 @@ func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
 // finalizer: the reconciler retries with backoff and says why in Synced.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.ExternalDelete, err error) {
 	defer func() { err = stable(err) }()
+	e.probersForget(mg)
 	if e.api != nil {
 		state, err := e.stateSecret(ctx, mg)
 		if err != nil {

@@ -78,7 +78,7 @@ func (e *events) Event(_ runtime.Object, ev event.Event) { *e = append(*e, ev) }
 
 func (e *events) WithAnnotations(...string) event.Recorder { return e }
 
-func (f *fakeAPI) CreateAuthKey(_ context.Context, _ []string, _ string) (string, string, time.Time, error) {
+func (f *fakeAPI) CreateAuthKey(_ context.Context, _ tailnet.KeyRequest) (string, string, time.Time, error) {
 	if f.err != nil {
 		return "", "", time.Time{}, f.err
 	}

@@ -53,8 +53,8 @@ func observeResolve(start time.Time, err error) {
 // countedAPI counts each Tailscale API call by its outcome.
 type countedAPI struct{ tailnet.API }
 
-func (c countedAPI) CreateAuthKey(ctx context.Context, tags []string, description string) (string, string, time.Time, error) {
-	id, key, expires, err := c.API.CreateAuthKey(ctx, tags, description)
+func (c countedAPI) CreateAuthKey(ctx context.Context, req tailnet.KeyRequest) (string, string, time.Time, error) {
+	id, key, expires, err := c.API.CreateAuthKey(ctx, req)
 	tailnetCalls.WithLabelValues("create_key", outcome(err)).Inc()
 	if err == nil {
 		keysMinted.Inc()

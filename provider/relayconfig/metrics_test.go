@@ -26,14 +26,14 @@ func TestCountedAPI(t *testing.T) {
 	before := snapshot()
 	api := countedAPI{&fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1"}}}}
 	ctx := t.Context()
-	if _, _, _, err := api.CreateAuthKey(ctx, nil, "r"); err != nil {
+	if _, _, _, err := api.CreateAuthKey(ctx, tailnet.KeyRequest{Description: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = api.Device(ctx, "dev-1")
 	_, _ = api.Device(ctx, "dev-9")
 	_ = api.DeleteDevice(ctx, "dev-1")
 	failing := countedAPI{&fakeAPI{err: errors.New("500")}}
-	_, _, _, _ = failing.CreateAuthKey(ctx, nil, "r")
+	_, _, _, _ = failing.CreateAuthKey(ctx, tailnet.KeyRequest{Description: "r"})
 
 	now := snapshot()
 	for what, want := range map[string]float64{

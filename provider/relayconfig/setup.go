@@ -2,6 +2,7 @@ package relayconfig
 
 import (
 	"context"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -34,10 +36,11 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	}
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 	c := &connector{
-		kube:   mgr.GetClient(),
-		read:   mgr.GetAPIReader(),
-		usage:  resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
-		record: record,
+		kube:    mgr.GetClient(),
+		read:    mgr.GetAPIReader(),
+		usage:   resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		record:  record,
+		probers: newProbers(),
 		// Features is nil in some callers' options.
 		namespacedOverrides: o.Features != nil && o.Features.Enabled(FeatureNamespacedOverrides),
 	}
@@ -45,7 +48,19 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
+		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
+			return c.probers.pollInterval(mg.GetUID(), poll)
+		}),
 	)
+	// The probers are ephemeral devices: log them out when the provider
+	// stops (or loses the lease) rather than leave them to expire.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		c.probers.Close()
+		return nil
+	})); err != nil {
+		return err
+	}
 	if m := o.MetricOptions; m != nil {
 		opts = append(opts, managed.WithMetricRecorder(m.MRMetrics))
 		if err := mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, m.MRStateMetrics, &v1alpha1.RelayConfigList{}, m.PollStateMetricInterval)); err != nil {

@@ -23,7 +23,7 @@ func TestContractKeysAndDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	id, key, expires, err := c.CreateAuthKey(ctx, []string{"tag:relay"}, "peer relay team-a/my-relay-0")
+	id, key, expires, err := c.CreateAuthKey(ctx, tailnet.KeyRequest{Tags: []string{"tag:relay"}, Description: "peer relay team-a/my-relay-0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,5 +77,24 @@ func TestContractKeysAndDevices(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestContractProberKey: the prober's key asks for an ephemeral device, so
+// the prober leaves the tailnet by itself when the provider stops.
+func TestContractProberKey(t *testing.T) {
+	f := tailnettest.StartFakeAPI(t)
+	c, err := tailnet.New(f.URL, "", "client-id", "client-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := c.CreateAuthKey(context.Background(), tailnet.KeyRequest{Tags: []string{"tag:probe"}, Description: "peer relay prober", Ephemeral: true}); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.Recorded()
+	want := map[string]any{"reusable": false, "ephemeral": true, "preauthorized": true, "tags": []any{"tag:probe"}}
+	got := calls[len(calls)-1].Body["capabilities"].(map[string]any)["devices"].(map[string]any)["create"]
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the prober's key request (-want +got):\n%s", diff)
 	}
 }

@@ -22,7 +22,7 @@ func TestContractRetryAfter(t *testing.T) {
 	}
 	ctx := context.Background()
 	f.SetFault(tailnettest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 60})
-	if _, _, _, err := c.CreateAuthKey(ctx, []string{"tag:relay"}, "r"); err == nil || errors.Is(err, ErrRetryAfter) || f.Faulted() != 1 {
+	if _, _, _, err := c.CreateAuthKey(ctx, KeyRequest{Tags: []string{"tag:relay"}, Description: "r"}); err == nil || errors.Is(err, ErrRetryAfter) || f.Faulted() != 1 {
 		t.Fatalf("the first call meets the 429: got %v", err)
 	}
 	f.SetFault(tailnettest.Fault{}) // the API would answer now; the client waits as asked

@@ -35,8 +35,8 @@ const Timeout = 10 * time.Second
 
 // API is what the provider needs from the Tailscale API.
 type API interface {
-	// CreateAuthKey mints a single-use, pre-authorised, non-ephemeral key.
-	CreateAuthKey(ctx context.Context, tags []string, description string) (id, key string, expires time.Time, err error)
+	// CreateAuthKey mints a single-use, pre-authorised key.
+	CreateAuthKey(ctx context.Context, req KeyRequest) (id, key string, expires time.Time, err error)
 	// RevokeKey revokes an auth key that will not be used; one already
 	// gone is success.
 	RevokeKey(ctx context.Context, id string) error
@@ -45,6 +45,15 @@ type API interface {
 	Device(ctx context.Context, id string) (*Device, error)
 	// DeleteDevice removes a device; one already gone is success.
 	DeleteDevice(ctx context.Context, id string) error
+}
+
+// KeyRequest says what a minted key's device is.
+type KeyRequest struct {
+	Tags        []string
+	Description string
+	// Ephemeral: the device leaves the tailnet soon after it goes offline
+	// (the prober's; a relay replica's is not).
+	Ephemeral bool
 }
 
 // Device is what the provider checks of a device before deleting it.
@@ -107,17 +116,17 @@ func newClient(baseURL, tailnet, clientID, clientSecret string, timeout time.Dur
 	}, timeout: timeout}, nil
 }
 
-// CreateAuthKey mints a key for one relay replica.
-func (c *Client) CreateAuthKey(ctx context.Context, tags []string, description string) (string, string, time.Time, error) {
+// CreateAuthKey mints a key for one device: a relay replica or the prober.
+func (c *Client) CreateAuthKey(ctx context.Context, r KeyRequest) (string, string, time.Time, error) {
 	ctx, cancel := c.call(ctx)
 	defer cancel()
 	var req tsapi.CreateKeyRequest
 	req.Capabilities.Devices.Create.Reusable = false
-	req.Capabilities.Devices.Create.Ephemeral = false
+	req.Capabilities.Devices.Create.Ephemeral = r.Ephemeral
 	req.Capabilities.Devices.Create.Preauthorized = true
-	req.Capabilities.Devices.Create.Tags = tags
+	req.Capabilities.Devices.Create.Tags = r.Tags
 	req.ExpirySeconds = int64(KeyExpiry / time.Second)
-	req.Description = description
+	req.Description = r.Description
 	k, err := c.c.Keys().CreateAuthKey(ctx, req)
 	if err != nil {
 		return "", "", time.Time{}, fmt.Errorf("cannot create an auth key: %w", err)

@@ -59,6 +59,7 @@ func TestCrossplane(t *testing.T) {
 	}
 	t.Run("LegacyClaim", func(t *testing.T) { s.readme(t, "### Legacy claims", true) })
 	t.Run("Pods", func(t *testing.T) { s.pods(ctx, t) })
+	t.Run("Reachability", func(t *testing.T) { s.reachability(ctx, t) })
 	t.Run("Scale", func(t *testing.T) { s.scale(ctx, t) })
 	t.Run("SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
 	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })

@@ -37,8 +37,16 @@ type world struct {
 
 func startWorld(t *testing.T) *world {
 	t.Helper()
+	return startWorldWith(t, v1alpha1.ProviderConfigSpec{})
+}
+
+// startWorldWith starts the world with spec as the provider config, its
+// control URL set to the tailnet's.
+func startWorldWith(t *testing.T, spec v1alpha1.ProviderConfigSpec) *world {
+	t.Helper()
 	tn := tailnet.Start(t, "127.0.0.1")
-	pe := providertest.Start(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{ControlURL: tn.URL}})
+	spec.ControlURL = tn.URL
+	pe := providertest.Start(t, providertest.Options{ProviderConfig: spec})
 	return &world{Tailnet: tn, provider: pe}
 }
 

@@ -30,6 +30,7 @@ const (
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="STATUS",type="string",JSONPath=`.status.conditions[?(@.type=="PeerRelayReady")].reason`,description="Why the peer relay is or is not ready."
 // +kubebuilder:printcolumn:name="REPLICAS",type="string",JSONPath=`.status.readyReplicas`,description="Ready replicas of those the spec asks for."
+// +kubebuilder:printcolumn:name="REACHABLE",type="string",JSONPath=`.status.reachableReplicas`,description="Replicas whose endpoints answered the provider's probe, when it probes."
 // +kubebuilder:printcolumn:name="ENDPOINTS",type="string",JSONPath=`.status.addresses`,description="Public addresses the replicas are reachable on."
 type PeerRelay struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -291,6 +292,12 @@ type PeerRelayStatus struct {
 	// asks for, as "ready/desired", for the REPLICAS column.
 	// +optional
 	ReadyReplicas string `json:"readyReplicas,omitempty"`
+	// ReachableReplicas is how many replicas answered the provider's
+	// reachability probe of how many the spec asks for, as
+	// "reachable/desired", for the REACHABLE column; empty when the
+	// provider config does not probe (spec.probe).
+	// +optional
+	ReachableReplicas string `json:"reachableReplicas,omitempty"`
 }
 
 // Endpoint is one public address of one replica.
@@ -317,8 +324,14 @@ type ReplicaStatus struct {
 	// LoadBalancerReady: the replica's Service has a load balancer
 	// address (static endpoints alone do not count).
 	LoadBalancerReady bool `json:"loadBalancerReady"`
+	// Reachable: whether the replica's advertised endpoints answered the
+	// provider's probe (True, False, or Unknown while it cannot tell);
+	// empty when the provider config does not probe.
+	// +optional
+	Reachable corev1.ConditionStatus `json:"reachable,omitempty"`
 	// Ready: the replica's config advertises its load balancer's address
-	// and its pod is ready.
+	// and its pod is ready; when the provider probes, its endpoints
+	// answered too.
 	Ready bool `json:"ready"`
 	// Reason says what the replica waits for while it is not ready.
 	// +optional

@@ -38,6 +38,24 @@ const (
 	ReasonCheckFailed     xpv2.ConditionReason = "CheckFailed"
 	ReasonNotChecked      xpv2.ConditionReason = "NotChecked"
 
+	// ConditionReachable: whether the replica's advertised endpoints
+	// answered the provider's probe (the provider config's spec.probe).
+	// Absent when the probe is off.
+	ConditionReachable xpv2.ConditionType = "Reachable"
+	// ReasonAnswered: every advertised endpoint answered.
+	ReasonAnswered xpv2.ConditionReason = "Answered"
+	// ReasonPartlyAnswered: some advertised endpoints answered, others did
+	// not; the message names them. The replica is reachable.
+	ReasonPartlyAnswered xpv2.ConditionReason = "PartlyAnswered"
+	// ReasonNoAnswer: no advertised endpoint answered.
+	ReasonNoAnswer xpv2.ConditionReason = "NoAnswer"
+	// ReasonProbePending: nothing to probe yet (no device or no endpoint).
+	ReasonProbePending xpv2.ConditionReason = "ProbePending"
+	// ReasonProbeFailed: the probe could not ask the relay (the prober
+	// cannot join, or the relay allocates it no endpoint); the message
+	// says which.
+	ReasonProbeFailed xpv2.ConditionReason = "ProbeFailed"
+
 	// ConditionProviderConfig: whether the provider could read the
 	// ProviderConfig or ClusterProviderConfig spec.providerConfigRef names.
 	// While it cannot, nothing else is reconciled (Synced=False says why).

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -113,7 +115,35 @@ type ProviderConfigSpec struct {
 	// own policy binds nobody but the tenant who writes it.
 	// +optional
 	Policy *Policy `json:"policy,omitempty"`
+	// Probe proves that each replica's advertised endpoints answer, the way
+	// a tailnet client reaches a relay: the provider joins the tailnet as
+	// an ephemeral device of its own, asks each relay for an endpoint and
+	// knocks on every advertised address. Replicas then report Reachable,
+	// and a PeerRelay is ready only when its replicas answer. Needs
+	// spec.tailscale, to mint the prober's key. Off when unset.
+	// +optional
+	Probe *Probe `json:"probe,omitempty"`
 }
+
+// Probe configures the reachability probe.
+type Probe struct {
+	// Tags of the prober's device. The tailnet policy must grant these
+	// tags tailscale.com/cap/relay on the relays' tags, as it does for the
+	// clients that use the relays.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:Pattern=`^tag:[a-zA-Z][a-zA-Z0-9-]*$`
+	Tags []string `json:"tags"`
+	// Interval between probes of one replica; default 1m. A shorter one
+	// than 30s counts as 30s.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// How often a replica is probed: by default, and at most.
+const (
+	DefaultProbeInterval = time.Minute
+	MinProbeInterval     = 30 * time.Second
+)
 
 // Policy is what the platform allows the users of a provider config.
 type Policy struct {

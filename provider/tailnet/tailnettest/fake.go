@@ -74,12 +74,22 @@ func StartFakeAPI(t testing.TB) *FakeAPI {
 // StartFakeAPITLS starts the fake over HTTPS only, on l with tlsConfig's
 // certificate: the API as a pod reaches it, verified against a CA.
 func StartFakeAPITLS(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeAPI {
+	return StartFakeAPIOn(t, l, tlsConfig)
+}
+
+// StartFakeAPIOn starts the fake on l: over HTTPS with tlsConfig, or plain
+// HTTP when it is nil.
+func StartFakeAPIOn(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeAPI {
 	f := &FakeAPI{Devices: map[string]Device{}}
 	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	_ = f.Listener.Close()
 	f.Listener = l
-	f.TLS = tlsConfig
-	f.StartTLS()
+	if tlsConfig == nil {
+		f.Start()
+	} else {
+		f.TLS = tlsConfig
+		f.StartTLS()
+	}
 	t.Cleanup(f.Close)
 	return f
 }

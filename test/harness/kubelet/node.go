@@ -385,6 +385,18 @@ func (n *Node) Publish(host string, ip net.IP, ca []byte) {
 	n.o.TrustedCA = append(n.o.TrustedCA, ca...)
 }
 
+// HostAddress gives the host addr as well, on the pods' bridge: an address
+// the pods reach through their default route, where the test serves what
+// stands for a cloud's (a load balancer's front address). It goes when
+// the test ends, and with the bridge at the latest.
+func (n *Node) HostAddress(t testing.TB, addr netip.Addr) {
+	t.Helper()
+	if err := ip("addr", "add", addr.String()+"/32", "dev", n.net.bridge); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ip("addr", "del", addr.String()+"/32", "dev", n.net.bridge) })
+}
+
 // TestHost makes a host of the test's own on the node's network: a network
 // namespace with an address on the pods' bridge, removed when the test
 // ends. It returns the namespace's name, for ip netns exec, and its

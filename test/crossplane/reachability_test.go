@@ -1,0 +1,109 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
+	"github.com/peerrelay/peerrelay/test/harness"
+	cloudharness "github.com/peerrelay/peerrelay/test/harness/cloud"
+	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
+)
+
+// reachability: with spec.probe in its ClusterProviderConfig, the provider
+// (from its package, in its pod) joins the tailnet as a prober and knocks
+// on each replica's advertised address. Here those addresses are load
+// balancers for real: each forwards its front address to its replica's
+// pod. One of them starts losing every packet, as an Elastic IP in the
+// wrong zone does: that replica turns Reachable=False and the PeerRelay
+// not ready, naming it, while the other stays reachable; when the path
+// heals, the PeerRelay is ready again.
+func (s *system) reachability(ctx context.Context, t *testing.T) {
+	const ns, name, tailnet = "team-probe", "relay", "probed"
+	l, err := net.Listen("tcp", net.JoinHostPort(s.node.ServicesIP().String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := tailnettest.StartFakeAPIOn(t, l, nil)
+	s.applyJSON(t,
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"probe-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
+		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"probe-oauth","namespace":%q}},"probe":{"tags":["tag:probe"],"interval":"30s"}}}`,
+			relayAPI, tailnet, api.URL, xpharness.CrossplaneNamespace),
+	)
+	lbs := make([]*cloudharness.UDPLoadBalancer, 2)
+	for i := range lbs {
+		front := netip.AddrPortFrom(netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 40+i)), relayPort)
+		s.node.HostAddress(t, front.Addr())
+		pod := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d-0", name, i)}
+		lbs[i] = cloudharness.StartUDPLoadBalancer(t, front, func() (netip.AddrPort, bool) {
+			p := &corev1.Pod{}
+			if err := s.Admin.Get(ctx, pod, p); err != nil || p.Status.PodIP == "" {
+				return netip.AddrPort{}, false
+			}
+			return netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), relayPort), true
+		})
+		// The Service does not exist yet: the address is kept for when it does.
+		_ = s.cloud.setAddress(ctx, ns, fmt.Sprintf("%s-%d", name, i), front.Addr().String())
+	}
+	s.namespaceWithKey(t, ns)
+	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\ntailnet: "+tailnet)
+	s.waitReady(ctx, t, ns, name, 3*time.Minute)
+	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
+	if out, err := s.Kubectl(t, "-n", ns, "get", "peerrelay", name); err != nil || !strings.Contains(out, "2/2       2/2") {
+		t.Errorf("kubectl get peerrelay: want REPLICAS 2/2 and REACHABLE 2/2:\n%s (%v)", out, err)
+	}
+
+	lost := time.Now()
+	lbs[1].Drop(true)
+	pr := s.waitReachable(ctx, t, ns, name, "1/2", "True", "False")
+	t.Logf("path lost → Reachable=False: %v", time.Since(lost).Round(100*time.Millisecond))
+	st, msg := condition(pr, "PeerRelayReady")
+	if st != "False" || !strings.HasPrefix(msg, "EndpointsUnreachable: ") || !strings.Contains(msg, "replica 1: NoAnswer") || !strings.Contains(msg, "198.51.100.41:41641") {
+		t.Errorf("PeerRelayReady with replica 1 unreachable: %s %q", st, msg)
+	}
+	harness.Eventually(t, 30*time.Second, "a Warning event names the unreachable replica", func(ctx context.Context) error {
+		return s.eventContains(ctx, ns, name, "replica 1 (relay-1): its endpoints did not answer the reachability probe")
+	})
+
+	lbs[1].Drop(false)
+	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
+	s.waitReady(ctx, t, ns, name, time.Minute)
+	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=2m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// waitReachable waits for the PeerRelay's REACHABLE column and each
+// replica's reachable status, and returns the PeerRelay.
+func (s *system) waitReachable(ctx context.Context, t *testing.T, ns, name, column string, replicas ...string) *unstructured.Unstructured {
+	t.Helper()
+	var pr *unstructured.Unstructured
+	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("REACHABLE %s, replicas %v", column, replicas), func(context.Context) error {
+		var err error
+		if pr, err = s.Get(ctx, v2API, "PeerRelay", ns, name); err != nil {
+			return err
+		}
+		got, _, _ := unstructured.NestedString(pr.Object, "status", "reachableReplicas")
+		rs, _, _ := unstructured.NestedSlice(pr.Object, "status", "replicas")
+		var each []string
+		for _, r := range rs {
+			v, _ := r.(map[string]any)["reachable"].(string)
+			each = append(each, v)
+		}
+		if got != column || fmt.Sprint(each) != fmt.Sprint(replicas) {
+			_, msg := condition(pr, "PeerRelayReady")
+			return fmt.Errorf("REACHABLE %q, replicas %v; PeerRelayReady %s", got, each, msg)
+		}
+		return nil
+	})
+	return pr
+}
