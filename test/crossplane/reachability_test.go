@@ -34,6 +34,14 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	api := tailnettest.StartFakeAPIOn(t, l, nil)
+	// The control server here has a certificate of the test's CA, as a
+	// self-hosted one may: the provider's pods are told to trust it, as a
+	// platform would through the runtime config.
+	s.applyJSON(t,
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tailnet-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, s.tailnet.CA),
+	)
+	s.providerReplicasWithCA(ctx, t, 1, "tailnet-ca")
+	defer s.providerReplicasWithCA(ctx, t, 1, "")
 	s.applyJSON(t,
 		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"probe-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
 		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"probe-oauth","namespace":%q}},"probe":{"tags":["tag:probe"],"interval":"30s"}}}`,
@@ -58,7 +66,8 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\ntailnet: "+tailnet)
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
 	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
-	if out, err := s.Kubectl(t, "-n", ns, "get", "peerrelay", name); err != nil || !strings.Contains(out, "2/2       2/2") {
+	out, err := s.Kubectl(t, "-n", ns, "get", "peerrelay", name, "--no-headers")
+	if f := strings.Fields(out); err != nil || len(f) < 4 || f[2] != "2/2" || f[3] != "2/2" {
 		t.Errorf("kubectl get peerrelay: want REPLICAS 2/2 and REACHABLE 2/2:\n%s (%v)", out, err)
 	}
 
