@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
 
@@ -26,6 +28,14 @@ var (
 		Name: "peerrelay_devices_deleted_total",
 		Help: "Relay devices removed from the tailnet (or found already gone) when their replica went.",
 	})
+	probes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "peerrelay_probes_total",
+		Help: "Reachability probes of a replica's advertised endpoints (spec.probe), by outcome (answered, partly_answered, no_answer, failed).",
+	}, []string{"outcome"})
+	replicaReachable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "peerrelay_replica_reachable",
+		Help: "Whether the replica's advertised endpoints answered its last probe: 1 yes, 0 no, -1 the probe could not tell.",
+	}, []string{"namespace", "relayconfig"})
 	resolveSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "peerrelay_resolve_duration_seconds",
 		Help:    "Time to resolve a replica's public endpoints (DNS, AWS), by outcome (ok, error).",
@@ -35,7 +45,36 @@ var (
 
 // Collectors are the provider's own metrics, to register once per process.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{tailnetCalls, keysMinted, devicesDeleted, resolveSeconds}
+	return []prometheus.Collector{tailnetCalls, keysMinted, devicesDeleted, probes, replicaReachable, resolveSeconds}
+}
+
+// Every probe outcome is exported from the start, at zero: a dashboard
+// or an alert on a rate sees the series before the first probe.
+func init() {
+	for _, o := range []string{"answered", "partly_answered", "no_answer", "failed"} {
+		probes.WithLabelValues(o)
+	}
+}
+
+// observeProbe records a replica's probe by the Reachable condition it
+// gave.
+func observeProbe(mg *v1alpha1.RelayConfig, c xpv2.Condition) {
+	o, v := "failed", -1.0
+	switch c.Reason {
+	case v1alpha1.ReasonAnswered:
+		o, v = "answered", 1
+	case v1alpha1.ReasonPartlyAnswered:
+		o, v = "partly_answered", 1
+	case v1alpha1.ReasonNoAnswer:
+		o, v = "no_answer", 0
+	}
+	probes.WithLabelValues(o).Inc()
+	replicaReachable.WithLabelValues(mg.GetNamespace(), mg.GetName()).Set(v)
+}
+
+// forgetProbes drops a replica that is no longer probed from the gauge.
+func forgetProbes(namespace, name string) {
+	replicaReachable.DeleteLabelValues(namespace, name)
 }
 
 func outcome(err error) string {

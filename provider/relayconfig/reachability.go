@@ -180,7 +180,9 @@ func (e *external) checkReachability(ctx context.Context, mg *v1alpha1.RelayConf
 		return
 	}
 	ps.record(mg.GetUID(), now)
-	mg.SetConditions(e.probe(ctx, mg, device, eps))
+	c := e.probe(ctx, mg, device, eps)
+	observeProbe(mg, c)
+	mg.SetConditions(c)
 }
 
 // probe knocks on every advertised endpoint at once and says what answered.
@@ -237,6 +239,7 @@ func (e *external) probersForget(mg *v1alpha1.RelayConfig) {
 	if e.probers != nil {
 		e.probers.forget(mg.GetUID())
 	}
+	forgetProbes(mg.GetNamespace(), mg.GetName())
 }
 
 // subset says whether every tag is allowed; no allowed list allows any.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -82,10 +84,47 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "a Warning event names the unreachable replica", func(ctx context.Context) error {
 		return s.eventContains(ctx, ns, name, "replica 1 (relay-1): its endpoints did not answer the reachability probe")
 	})
+	// The provider's metrics say the same, per replica, as the dashboard
+	// shows them.
+	harness.Eventually(t, 30*time.Second, "the provider's reachability metrics", func(ctx context.Context) error {
+		body, err := s.providerScrape(ctx)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{
+			`peerrelay_replica_reachable{namespace="team-probe",relayconfig="` + relayConfigName(name, 0) + `"} 1`,
+			`peerrelay_replica_reachable{namespace="team-probe",relayconfig="` + relayConfigName(name, 1) + `"} 0`,
+			`peerrelay_probes_total{outcome="no_answer"}`,
+		} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("no %s", want)
+			}
+		}
+		if m := missing(dashboardMetrics(t, "peerrelay_"), "\n"+body); len(m) > 0 {
+			return fmt.Errorf("docs/grafana-dashboard.json queries %v, which the provider does not export", m)
+		}
+		return nil
+	})
 
 	lbs[1].Drop(false)
 	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
 	s.waitReady(ctx, t, ns, name, time.Minute)
+
+	// At rest the probes go on and write nothing: a probe that finds what
+	// the last one found changes no condition.
+	time.Sleep(5 * time.Second)
+	before, answeredBefore := s.relayConfigWrites(ns), s.probesAnswered(ctx, t)
+	time.Sleep(40 * time.Second)
+	after, answeredAfter := s.relayConfigWrites(ns), s.probesAnswered(ctx, t)
+	if answeredAfter <= answeredBefore {
+		t.Errorf("no probe answered in 40 s with a 30 s interval: %v → %v", answeredBefore, answeredAfter)
+	}
+	for k, n := range after {
+		if n != before[k] {
+			t.Errorf("RelayConfig %s written %d times in 40 s at rest while probed", k, n-before[k])
+		}
+	}
+	t.Logf("at rest for 40 s: %v probes answered, RelayConfig writes %v → %v", answeredAfter-answeredBefore, before, after)
 	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=2m"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -115,4 +154,49 @@ func (s *system) waitReachable(ctx context.Context, t *testing.T, ns, name, colu
 		return nil
 	})
 	return pr
+}
+
+// relayConfigWrites counts the writes to the RelayConfigs of ns.
+func (s *system) relayConfigWrites(ns string) map[string]int { return s.writes.relayConfigWrites(ns) }
+
+// relayConfigName is the name of replica i's RelayConfig.
+func relayConfigName(name string, i int) string { return fmt.Sprintf("%s-%d", name, i) }
+
+// providerScrape returns the metrics of the provider pod that probes (the
+// one that has probed: the leader).
+func (s *system) providerScrape(ctx context.Context) (string, error) {
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(xpharness.CrossplaneNamespace)); err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, providerName) || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		body, err := scrapeMetrics(ctx, p.Status.PodIP, 8080)
+		if err == nil && strings.Contains(body, "\npeerrelay_replica_reachable{") {
+			return body, nil
+		}
+	}
+	return "", fmt.Errorf("no provider pod reports a probed replica")
+}
+
+// probesAnswered is the provider's count of probes every endpoint answered.
+func (s *system) probesAnswered(ctx context.Context, t *testing.T) float64 {
+	t.Helper()
+	body, err := s.providerScrape(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), `peerrelay_probes_total{outcome="answered"} `); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no peerrelay_probes_total{outcome=\"answered\"} in the provider's metrics")
+	return 0
 }
