@@ -167,6 +167,24 @@ func TestConnect(t *testing.T) {
 			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{Tailscale: &v1alpha1.TailscaleAPI{BaseURL: "http://10.0.0.1", OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth"}}})},
 			wantErr: "spec.tailscale.baseURL",
 		},
+		"NamespacedProbeControlURL": {
+			reason:  "A tenant's ProviderConfig may not have the provider's prober log in to a control server of its choosing.",
+			ref:     teamRef,
+			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{ControlURL: "http://10.0.0.1", Probe: &v1alpha1.Probe{Tags: []string{"tag:probe"}}})},
+			wantErr: "spec.probe with spec.controlURL",
+		},
+		"ProbeWithoutAPI": {
+			reason: "spec.probe without spec.tailscale probes nothing and says why: the prober's key cannot be minted.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{Probe: &v1alpha1.Probe{Tags: []string{"tag:probe"}, Interval: &metav1.Duration{Duration: time.Second}}})},
+			check: func(t *testing.T, e *external) {
+				if e.reachability == nil || e.reachability.every != v1alpha1.MinProbeInterval {
+					t.Fatalf("reachability %+v, want one every %s (an interval below it is raised)", e.reachability, v1alpha1.MinProbeInterval)
+				}
+				if _, err := e.reachability.prober(t.Context()); err == nil || !strings.Contains(err.Error(), "spec.probe needs spec.tailscale") {
+					t.Errorf("prober: %v, want it to name spec.tailscale", err)
+				}
+			},
+		},
 		"NamespacedOverridesAllowed": {
 			reason:    "The platform may allow it (--enable-namespaced-provider-config-overrides).",
 			ref:       teamRef,
@@ -258,7 +276,7 @@ func TestConnect(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kube := newCluster(tc.objs...)
-			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), namespacedOverrides: tc.overrides}
+			con := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), namespacedOverrides: tc.overrides, probers: newProbers()}
 			mg := relayConfig()
 			ref := tc.ref
 			if ref == nil {

@@ -1,0 +1,88 @@
+package relayconfig
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/peerrelay/peerrelay/provider/probe"
+)
+
+// TestProberJoinRetry: a prober that cannot join is not joined again, nor
+// a key minted for it, until joinRetry has passed; a changed provider
+// config joins at once.
+func TestProberJoinRetry(t *testing.T) {
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	ps := newProbers()
+	ps.now = func() time.Time { return now }
+	joins := 0
+	ps.join = func(context.Context, probe.Options) (*probe.Prober, error) {
+		joins++
+		return nil, errors.New("control says no")
+	}
+	api := &fakeAPI{}
+	get := func(config string) error {
+		_, err := ps.prober(t.Context(), "ClusterProviderConfig/default", config, probe.Options{}, api, []string{"tag:probe"})
+		return err
+	}
+	steps := []struct {
+		reason        string
+		after         time.Duration
+		config        string
+		joins, minted int
+	}{
+		{reason: "The first probe joins, with a key minted for it.", config: "a", joins: 1, minted: 1},
+		{reason: "Within joinRetry the failure is reported again, nothing minted.", after: 30 * time.Second, config: "a", joins: 1, minted: 1},
+		{reason: "After joinRetry it tries again.", after: joinRetry, config: "a", joins: 2, minted: 2},
+		{reason: "A changed provider config joins at once.", after: time.Second, config: "b", joins: 3, minted: 3},
+	}
+	for _, s := range steps {
+		now = now.Add(s.after)
+		err := get(s.config)
+		if err == nil || err.Error() != "the prober cannot join the tailnet: control says no" {
+			t.Errorf("%s\nerror: %v", s.reason, err)
+		}
+		if joins != s.joins || api.minted != s.minted {
+			t.Errorf("%s\njoins %d, keys minted %d; want %d, %d", s.reason, joins, api.minted, s.joins, s.minted)
+		}
+	}
+}
+
+// TestProbeDue: a replica is probed again after its interval, or at once
+// when what it advertises or its device changed; and polled as often.
+func TestProbeDue(t *testing.T) {
+	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	last := probed{at: at, endpoints: "203.0.113.10:41641", device: "n1", every: time.Minute}
+	cases := map[string]struct {
+		reason string
+		now    probed
+		want   bool
+	}{
+		"Within":     {reason: "Nothing changed within the interval: not due.", now: probed{at: at.Add(59 * time.Second), endpoints: last.endpoints, device: "n1"}},
+		"After":      {reason: "The interval passed: due.", now: probed{at: at.Add(time.Minute), endpoints: last.endpoints, device: "n1"}, want: true},
+		"NewAddress": {reason: "A new endpoint is probed at once.", now: probed{at: at.Add(time.Second), endpoints: "203.0.113.20:41641", device: "n1"}, want: true},
+		"NewDevice":  {reason: "A new device is probed at once.", now: probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ps := newProbers()
+			ps.record("uid", last)
+			if got := ps.due("uid", tc.now); got != tc.want {
+				t.Errorf("%s\ndue: %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+	ps := newProbers()
+	if got := ps.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
+		t.Errorf("a replica never probed is polled every %s, want the provider's 10m", got)
+	}
+	ps.record("uid", last)
+	if got := ps.pollInterval("uid", 10*time.Minute); got != time.Minute {
+		t.Errorf("a probed replica is polled every %s, want its interval, 1m", got)
+	}
+	ps.forget("uid")
+	if got := ps.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
+		t.Errorf("a forgotten replica is polled every %s, want 10m", got)
+	}
+}
