@@ -18,9 +18,11 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=36 \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
+PROMETHEUS_OPERATOR_CRDS := $(CURDIR)/.cache/prometheus-operator-crds/v0.95.2
+
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/crank \
 	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/angryjet $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
-	$(CURDIR)/.cache/upbound-crds/v1.23.0
+	$(CURDIR)/.cache/upbound-crds/v1.23.0 $(PROMETHEUS_OPERATOR_CRDS)
 
 .PHONY: all tools build generate check-generate render test test-matrix unit lint fuzz xpkg bench vulncheck clean demo
 
@@ -30,6 +32,13 @@ all: build
 # A tool is rebuilt only when its go.mod or go.sum changes; the Go build cache
 # makes a rebuild after a fresh clone take seconds to a minute.
 tools: $(TOOLS)
+
+# The Prometheus Operator's CRDs (PodMonitor among them), generated from its
+# API module by controller-gen as its own release does, for the system test
+# to install as a cluster with the Prometheus Operator has them.
+$(PROMETHEUS_OPERATOR_CRDS): tools/prometheus-operator/go.mod tools/prometheus-operator/go.sum $(BIN)/controller-gen
+	cd tools/prometheus-operator && $(BIN)/controller-gen crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:artifacts:config=$@.tmp
+	rm -rf $@ && mv $@.tmp $@
 
 # The Upbound AWS CRDs the render test dry-runs the composed AWS managed
 # resources against (module proxy, hash pinned in the script).

@@ -98,6 +98,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	reportTransitions(rsp, transitions(obs.last.Replicas, sum.status.Replicas))
 	requirePods(rsp, r)
 	requireProxyClass(rsp, r)
+	requirePodMonitorCRD(rsp, r)
 	for _, w := range warnings(r) {
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
 	}
@@ -180,6 +181,7 @@ func newRelay(in inputs) (*relay, error) {
 		return nil, err
 	}
 	r.ProxyClassProblem, r.proxyClassCRD = pc.problem, pc.crd
+	r.podMonitorCRD = in.PodMonitorCRD
 	r.existing = in.Existing
 	r.Pod = layerPod(pc.pc, spec.Pod)
 	if r.Pod.Image != "" {
@@ -200,6 +202,9 @@ func warnings(r *relay) []string {
 	var out []string
 	if r.ProxyClassProblem != "" {
 		out = append(out, r.ProxyClassProblem)
+	}
+	if r.podMonitor() != nil && r.podMonitorCRD != nil && !*r.podMonitorCRD {
+		out = append(out, fmt.Sprintf("no PodMonitor is composed: the PodMonitor CRD (%s, from the Prometheus Operator) is not installed; scrape the relay pods' port named %q yourself", podMonitorCRDName, metricsPortName))
 	}
 	for _, k := range ignoredAnnotations(r) {
 		out = append(out, fmt.Sprintf("spec.service.annotations[%s] is ignored: spec.aws pins each replica's Service to its own subnet and Elastic IP", k))
@@ -289,6 +294,9 @@ func compose(r *relay) []keyedObject {
 		if r.AWS != nil {
 			objs = append(objs, composeAWS(r, i)...)
 		}
+	}
+	if r.podMonitor() != nil && r.podMonitorCRD != nil && *r.podMonitorCRD {
+		objs = append(objs, keyedObject{keyPodMonitor, podMonitor(r)})
 	}
 	return objs
 }

@@ -29,6 +29,9 @@ type inputs struct {
 	// ProxyClasses is what Crossplane found of spec.proxyClass: nil until it
 	// looked, then the (zero or one) ProxyClass. JSON tells nil from empty.
 	ProxyClasses []map[string]any
+	// PodMonitorCRD is nil until Crossplane looked for the PodMonitor CRD,
+	// then whether it exists.
+	PodMonitorCRD *bool
 	// AWS is what was observed of the replicas' AWS placement.
 	AWS *awsObserved
 	// Existing are the keys of the composed objects that exist, of those
@@ -56,6 +59,10 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 	if crds, ok, err := request.GetRequiredResource(req, requiredProxyClassCRDKey); err == nil && ok {
 		exists := len(crds) > 0 // only its presence counts
 		in.ProxyClassCRD = &exists
+	}
+	if crds, ok, err := request.GetRequiredResource(req, requiredPodMonitorCRDKey); err == nil && ok {
+		exists := len(crds) > 0
+		in.PodMonitorCRD = &exists
 	}
 	if pcs, ok, err := request.GetRequiredResource(req, requiredProxyClassKey); err == nil && ok {
 		in.ProxyClasses = make([]map[string]any, 0, len(pcs))

@@ -82,6 +82,7 @@ const (
 	keyServiceAccount = "serviceaccount"
 	keyRole           = "role"
 	keyRoleBinding    = "rolebinding"
+	keyPodMonitor     = "podmonitor"
 
 	keyPrefixService      = "service-"
 	keyPrefixRelayConfig  = "relayconfig-"

@@ -51,7 +51,11 @@ type proxyClass struct {
 			} `json:"pod,omitempty"`
 		} `json:"statefulSet,omitempty"`
 		Metrics *struct {
-			Enable bool `json:"enable"`
+			Enable         bool `json:"enable"`
+			ServiceMonitor *struct {
+				Enable bool              `json:"enable"`
+				Labels map[string]string `json:"labels,omitempty"`
+			} `json:"serviceMonitor,omitempty"`
 		} `json:"metrics,omitempty"`
 	} `json:"spec"`
 }
@@ -72,6 +76,9 @@ type podSettings struct {
 	Env                                       []corev1.EnvVar
 	// Metrics: the ProxyClass's spec.metrics.enable.
 	Metrics bool
+	// Monitor: the ProxyClass's spec.metrics.serviceMonitor, which asks
+	// for a PodMonitor here (a PeerRelay has no metrics Service).
+	Monitor *v1alpha1.PodMonitor
 }
 
 // proxyClassLookup is what Crossplane supplied of spec.proxyClass.
@@ -107,6 +114,9 @@ func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
 func layerPod(pc *proxyClass, spec *v1alpha1.PodSpec) podSettings {
 	var s podSettings
 	s.Metrics = pc != nil && pc.Spec.Metrics != nil && pc.Spec.Metrics.Enable
+	if s.Metrics && pc.Spec.Metrics.ServiceMonitor != nil {
+		s.Monitor = &v1alpha1.PodMonitor{Enable: pc.Spec.Metrics.ServiceMonitor.Enable, Labels: pc.Spec.Metrics.ServiceMonitor.Labels}
+	}
 	if pc != nil && pc.Spec.StatefulSet != nil {
 		s.StatefulSetLabels, s.StatefulSetAnnotations = pc.Spec.StatefulSet.Labels, pc.Spec.StatefulSet.Annotations
 	}

@@ -18,6 +18,7 @@ const (
 	requiredPodsKey          = "pods"
 	requiredProxyClassCRDKey = "proxyclass-crd"
 	requiredProxyClassKey    = "proxyclass"
+	requiredPodMonitorCRDKey = "podmonitor-crd"
 )
 
 // require adds a resource requirement, whichever requirement comes first.
@@ -87,5 +88,19 @@ func requireProxyClass(rsp *fnv1.RunFunctionResponse, r *relay) {
 		ApiVersion: "tailscale.com/v1alpha1",
 		Kind:       "ProxyClass",
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Spec.ProxyClass},
+	})
+}
+
+// requirePodMonitorCRD asks Crossplane whether the PodMonitor CRD exists,
+// when a PodMonitor is asked for: composing a kind the API server does not
+// serve would fail the whole composition.
+func requirePodMonitorCRD(rsp *fnv1.RunFunctionResponse, r *relay) {
+	if r.podMonitor() == nil {
+		return
+	}
+	require(rsp, requiredPodMonitorCRDKey, &fnv1.ResourceSelector{
+		ApiVersion: "apiextensions.k8s.io/v1",
+		Kind:       "CustomResourceDefinition",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: podMonitorCRDName},
 	})
 }

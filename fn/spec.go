@@ -44,6 +44,9 @@ type relay struct {
 	ProxyClassProblem string
 	// proxyClassCRD is true once the ProxyClass CRD is known to exist.
 	proxyClassCRD bool
+	// podMonitorCRD is nil until Crossplane looked for the PodMonitor CRD,
+	// then whether it exists.
+	podMonitorCRD *bool
 	// existing is inputs.Existing (see composable).
 	existing []string
 	Replicas int
@@ -62,6 +65,19 @@ type relay struct {
 	XRBase string
 	// AWS places replicas on AWS; nil unless spec.aws pins them to subnets.
 	AWS *awsPlan
+}
+
+// podMonitor returns the PodMonitor asked for, spec.metrics.podMonitor
+// winning over the ProxyClass's serviceMonitor; nil for none.
+func (r *relay) podMonitor() *v1alpha1.PodMonitor {
+	m := r.Pod.Monitor
+	if r.Spec.Metrics != nil && r.Spec.Metrics.PodMonitor != nil {
+		m = r.Spec.Metrics.PodMonitor
+	}
+	if m == nil || !m.Enable || !r.metrics() {
+		return nil
+	}
+	return m
 }
 
 // metrics tells whether the relay pods serve their metrics: spec.metrics

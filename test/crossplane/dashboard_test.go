@@ -13,6 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
 )
@@ -74,4 +79,62 @@ func missing(names []string, scrape string) []string {
 		}
 	}
 	return out
+}
+
+// installPrometheusOperatorCRDs installs the Prometheus Operator's CRDs,
+// generated from its API module (make tools), and waits for them.
+func (s *system) installPrometheusOperatorCRDs(t *testing.T) {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, ".cache", "prometheus-operator-crds", "v*"))
+	harness.Need(t, len(dirs) == 1, "the Prometheus Operator CRDs are not generated: run `make tools`")
+	crd := filepath.Join(dirs[0], "monitoring.coreos.com_podmonitors.yaml")
+	if out, err := s.Kubectl(t, "apply", "--server-side", "-f", crd); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if out, err := s.Kubectl(t, "wait", "--for=condition=Established", "crd/podmonitors.monitoring.coreos.com", "--timeout=30s"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// checkPodMonitor: the PeerRelay's PodMonitor, accepted by the real CRD's
+// schema, selects exactly its relay pods, each of which has the port it
+// scrapes (which relayMetrics scrapes too).
+func (s *system) checkPodMonitor(ctx context.Context, t *testing.T, ns, name string, replicas int) {
+	t.Helper()
+	var pm *unstructured.Unstructured
+	harness.Eventually(t, time.Minute, "the PeerRelay's PodMonitor", func(context.Context) error {
+		var err error
+		pm, err = s.Get(ctx, "monitoring.coreos.com/v1", "PodMonitor", ns, name)
+		return err
+	})
+	if pm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PodMonitor labels %v, want the spec's release: prometheus", pm.GetLabels())
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(sel)); err != nil {
+		t.Fatal(err)
+	}
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(eps) != 1 {
+		t.Fatalf("podMetricsEndpoints %v, want one", eps)
+	}
+	port := eps[0].(map[string]any)["port"]
+	var named int
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == port {
+					named++
+				}
+			}
+		}
+	}
+	if len(pods.Items) != replicas || named != replicas {
+		t.Errorf("the PodMonitor selects %d pods, %d with a port named %v; want the %d relay pods", len(pods.Items), named, port, replicas)
+	}
 }

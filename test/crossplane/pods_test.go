@@ -39,8 +39,11 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if out, err := s.Kubectl(t, "-n", ns, "create", "service", "clusterip", "ts-local-addr", "--tcp=80:80"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	// The Prometheus Operator's CRDs, as a cluster running it has them: the
+	// PeerRelay asks for a PodMonitor.
+	s.installPrometheusOperatorCRDs(t)
 	applied := time.Now()
-	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\nmetrics: {enable: true}")
+	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\nmetrics: {enable: true, podMonitor: {enable: true, labels: {release: prometheus}}}")
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
 	t.Logf("kubectl apply → PeerRelayReady: %v", time.Since(applied).Round(100*time.Millisecond))
 
@@ -129,6 +132,7 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	if sessions == 0 {
 		t.Errorf("the ping went through %s, yet no replica lists a relay session", via)
 	}
+	s.checkPodMonitor(ctx, t, ns, name, 2)
 	dashboard := dashboardMetrics(t, "tailscaled_")
 	harness.Eventually(t, 30*time.Second, "the relays' forwarded-packet counters move, and every relay metric the dashboard shows", func(ctx context.Context) error {
 		after, scrape := s.relayMetrics(ctx, t, ns, name)

@@ -308,9 +308,23 @@ type Endpoint struct {
 }
 
 // Metrics says whether the relay pods serve their metrics.
+// +kubebuilder:validation:XValidation:rule="!has(self.podMonitor) || !self.podMonitor.enable || self.enable",message="spec.metrics.podMonitor.enable needs spec.metrics.enable: true (a PodMonitor scrapes the metrics port)"
 type Metrics struct {
 	// Enable serves /metrics on port 9002, named "metrics".
 	Enable bool `json:"enable"`
+	// PodMonitor composes a Prometheus Operator PodMonitor for the relay
+	// pods' metrics port, when the PodMonitor CRD is installed. A
+	// ProxyClass's spec.metrics.serviceMonitor does the same.
+	// +optional
+	PodMonitor *PodMonitor `json:"podMonitor,omitempty"`
+}
+
+// PodMonitor says whether to compose a PodMonitor, and its labels.
+type PodMonitor struct {
+	Enable bool `json:"enable"`
+	// Labels on the PodMonitor, for a Prometheus's podMonitorSelector.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // ReplicaStatus summarises one replica.
