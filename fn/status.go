@@ -54,6 +54,10 @@ func summarise(r *relay, o observedState) summary {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
 		rs := v1alpha1.ReplicaStatus{Index: int32(i), Hostname: hostname(r.Hostname, i), PodReady: ro.podReady}
+		rs.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
+		if r.AWS != nil && r.AWS.Replicas[i].Zone != "" {
+			rs.Zone = r.AWS.Replicas[i].Zone
+		}
 		if r.AWS != nil && r.AWS.Replicas[i].Use != nil {
 			use := r.AWS.Replicas[i].Use
 			rs.AWS = &v1alpha1.ReplicaAWSStatus{SubnetID: use.SubnetID, AllocationID: use.AllocationID}

@@ -354,3 +354,52 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFunctionReplicaZones: each replica's status says the zone it is
+// placed in: its subnet's zone (from the spec, else the provider's check),
+// or the zone a node selector pins its pod to.
+func TestRunFunctionReplicaZones(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		spec     string
+		observed map[string]*fnv1.Resource
+		want     []string
+	}{
+		"AWSSubnets": {
+			reason: "Replica 0's zone comes from the spec, replica 1's from the provider's check, replica 2's is not known yet.",
+			spec: `replicas: 3
+aws:
+  zonePlacement: PerReplica
+  elasticIPs:
+  - {subnetID: subnet-0a, allocationID: eipalloc-0a, zone: eu-west-1a}
+  - {subnetID: subnet-0b, allocationID: eipalloc-0b}
+  - {subnetID: subnet-0c, allocationID: eipalloc-0c}`,
+			observed: map[string]*fnv1.Resource{"relayconfig-1": checkedRelayConfig(t, "subnet-0b", "eipalloc-0b", "")},
+			want:     []string{"eu-west-1a", "eu-west-1b", ""},
+		},
+		"NodeSelector": {
+			reason: "Without AWS, a node selector on the zone label places every replica there.",
+			spec:   "replicas: 2\npod: {nodeSelector: {topology.kubernetes.io/zone: zone-b}}",
+			want:   []string{"zone-b", "zone-b"},
+		},
+		"Unplaced": {
+			reason: "Nothing places the replicas: no zone is claimed.",
+			spec:   "replicas: 1",
+			want:   []string{""},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: podAccess(t, tc.observed)}})
+			replicas, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "replicas").([]any)
+			var got []string
+			for _, r := range replicas {
+				z, _ := r.(map[string]any)["zone"].(string)
+				got = append(got, z)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nstatus.replicas[].zone -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -335,6 +335,11 @@ type ReplicaStatus struct {
 	// +optional
 	Endpoints []string `json:"endpoints,omitempty"`
 	PodReady  bool     `json:"podReady"`
+	// Zone the replica is placed in: its AWS subnet's zone, or the zone a
+	// node selector (spec.pod, a ProxyClass) pins its pod to; empty when
+	// nothing places it.
+	// +optional
+	Zone string `json:"zone,omitempty"`
 	// LoadBalancerReady: the replica's Service has a load balancer
 	// address (static endpoints alone do not count).
 	LoadBalancerReady bool `json:"loadBalancerReady"`
