@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -28,10 +30,18 @@ import (
 // event reaches its RelayConfig at once instead of at the next poll.
 const serviceIndex = "spec.forProvider.serviceRef.name"
 
+// providerConfigIndex indexes RelayConfigs by the provider config they
+// use, so a change to one (turning the probe on, new credentials) reaches
+// its RelayConfigs at once instead of at their next poll.
+const providerConfigIndex = "spec.providerConfigRef"
+
 // Setup adds the RelayConfig controller to the manager.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	name := managed.ControllerName(v1alpha1.RelayConfigGroupVersionKind.GroupKind().String())
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, serviceIndex, serviceRefName); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.RelayConfig{}, providerConfigIndex, providerConfigRef); err != nil {
 		return err
 	}
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
@@ -76,6 +86,10 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient(), o.Logger))).
+		// Spec changes only: Crossplane writes a provider config's status
+		// (its users) whenever a RelayConfig starts or stops using it.
+		Watches(&v1alpha1.ClusterProviderConfig{}, handler.EnqueueRequestsFromMapFunc(relayConfigsUsing(mgr.GetClient(), o.Logger)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ProviderConfig{}, handler.EnqueueRequestsFromMapFunc(relayConfigsUsing(mgr.GetClient(), o.Logger)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(ratelimiter.NewReconciler(name, newBackoff(r, o.Logger.WithValues("controller", name)), o.GlobalRateLimiter))
 }
 
@@ -101,6 +115,36 @@ func serviceRefName(obj client.Object) []string {
 	return []string{rc.Spec.ForProvider.ServiceRef.Name}
 }
 
+// providerConfigRef is the providerConfigIndex value of a RelayConfig:
+// the kind and name of its provider config, and the namespace of a
+// namespaced one.
+func providerConfigRef(obj client.Object) []string {
+	rc := obj.(*v1alpha1.RelayConfig)
+	ref := rc.GetProviderConfigReference()
+	if ref == nil {
+		return nil
+	}
+	return []string{providerConfigKey(ref.Kind, rc.GetNamespace(), ref.Name)}
+}
+
+func providerConfigKey(kind, namespace, name string) string {
+	if kind == v1alpha1.ProviderConfigKind {
+		return kind + "/" + namespace + "/" + name
+	}
+	return kind + "/" + name
+}
+
+// relayConfigsUsing maps a provider config to the RelayConfigs that use it.
+func relayConfigsUsing(c client.Client, log logging.Logger) handler.MapFunc {
+	return func(ctx context.Context, pc client.Object) []reconcile.Request {
+		kind := v1alpha1.ClusterProviderConfigKind
+		if _, ok := pc.(*v1alpha1.ProviderConfig); ok {
+			kind = v1alpha1.ProviderConfigKind
+		}
+		return indexed(ctx, c, log, pc.GetNamespace(), providerConfigIndex, providerConfigKey(kind, pc.GetNamespace(), pc.GetName()))
+	}
+}
+
 // CachedSecrets selects the Secrets the manager caches: the provider's own
 // (config, state and minted key Secrets).
 func CachedSecrets() labels.Selector {
@@ -111,20 +155,25 @@ func CachedSecrets() labels.Selector {
 	return labels.NewSelector().Add(*r)
 }
 
-// relayConfigsFor maps a Service to the RelayConfigs that name it. A
-// failed List (from the cache) loses only this event: the RelayConfig's
-// poll reads the Service again.
+// relayConfigsFor maps a Service to the RelayConfigs that name it.
 func relayConfigsFor(c client.Client, log logging.Logger) handler.MapFunc {
 	return func(ctx context.Context, svc client.Object) []reconcile.Request {
-		l := &v1alpha1.RelayConfigList{}
-		if err := c.List(ctx, l, client.InNamespace(svc.GetNamespace()), client.MatchingFields{serviceIndex: svc.GetName()}); err != nil {
-			log.Info("Cannot list the RelayConfigs of a changed Service; they see it on their next poll", "namespace", svc.GetNamespace(), "service", svc.GetName(), "error", err)
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(l.Items))
-		for _, rc := range l.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
-		}
-		return reqs
+		return indexed(ctx, c, log, svc.GetNamespace(), serviceIndex, svc.GetName())
 	}
+}
+
+// indexed returns a request for each RelayConfig in namespace ("" for
+// all) whose index field has value. A failed List (from the cache) loses
+// only this event: each RelayConfig reads what changed at its next poll.
+func indexed(ctx context.Context, c client.Client, log logging.Logger, namespace, field, value string) []reconcile.Request {
+	l := &v1alpha1.RelayConfigList{}
+	if err := c.List(ctx, l, client.InNamespace(namespace), client.MatchingFields{field: value}); err != nil {
+		log.Info("Cannot list the RelayConfigs to reconcile; they see the change at their next poll", "index", field, "value", value, "error", err)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(l.Items))
+	for _, rc := range l.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}})
+	}
+	return reqs
 }

@@ -34,7 +34,7 @@ func TestRelayConfigsFor(t *testing.T) {
 		"ListFails": {
 			reason:  "A failed List enqueues nothing and says so, with the Service and the error.",
 			list:    errors.New("cache not started"),
-			wantLog: `"service"="relay-0" "error"="cache not started"`,
+			wantLog: `"index"="spec.forProvider.serviceRef.name" "value"="relay-0" "error"="cache not started"`,
 		},
 	}
 	for name, tc := range cases {

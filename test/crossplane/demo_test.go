@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"tailscale.com/net/udprelay/status"
+
 	"github.com/peerrelay/peerrelay/test/harness"
 	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
@@ -74,6 +76,27 @@ func TestDemo(t *testing.T) {
 	out, _ := s.Kubectl(t, "-n", "team-a", "get", "pods")
 	say("\n$ kubectl -n team-a get pods\n%s", strings.TrimSpace(out))
 
+	say("\nThe load balancers' addresses start forwarding to the pods (the cloud's part), and the provider config\nturns the reachability probe on: the provider joins the tailnet and knocks on each advertised address.")
+	s.loadBalancers(ctx, t, "team-a", "my-relay", "203.0.113.10", "203.0.113.11")
+	s.probing(ctx, t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":"default"},"spec":{"resolveTimeout":"5s"}}`, relayAPI))
+	probed := time.Now()
+	last = ""
+	harness.Eventually(t, 3*time.Minute, "REACHABLE 2/2", func(context.Context) error {
+		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
+		if err != nil {
+			return err
+		}
+		if shown := withoutAge(out); shown != last {
+			say("%6.1fs  %s", time.Since(probed).Seconds(), strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n        "))
+			last = shown
+		}
+		if f := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1]); len(f) < 4 || f[3] != "2/2" {
+			time.Sleep(time.Second)
+			return fmt.Errorf("not reachable yet")
+		}
+		return nil
+	})
+
 	say("\nTwo tailnet clients that may not use direct UDP (TS_DEBUG_NEVER_DIRECT_UDP=1) ping each other:")
 	a := s.client(t, "client-a")
 	b := s.client(t, "client-b")
@@ -88,6 +111,14 @@ func TestDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 		say("  relay %s: %d session(s)", pod, len(st.Sessions))
+		for _, ss := range st.Sessions {
+			for _, c := range []struct {
+				name string
+				info status.ClientInfo
+			}{{"client 1", ss.Client1}, {"client 2", ss.Client2}} {
+				say("    VNI %d, %s at %s: sent %d packets, %d bytes through it", ss.VNI, c.name, c.info.Endpoint, c.info.PacketsTx, c.info.BytesTx)
+			}
+		}
 	}
 	say("\nDone in %v; stopping everything and removing what was created.", time.Since(began).Round(time.Second))
 }

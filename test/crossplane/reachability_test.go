@@ -31,39 +31,8 @@ import (
 // heals, the PeerRelay is ready again.
 func (s *system) reachability(ctx context.Context, t *testing.T) {
 	const ns, name, tailnet = "team-probe", "relay", "probed"
-	l, err := net.Listen("tcp", net.JoinHostPort(s.node.ServicesIP().String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := tailnettest.StartFakeAPIOn(t, l, nil)
-	// The control server here has a certificate of the test's CA, as a
-	// self-hosted one may: the provider's pods are told to trust it, as a
-	// platform would through the runtime config.
-	s.applyJSON(t,
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tailnet-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, s.tailnet.CA),
-	)
-	s.providerReplicasWithCA(ctx, t, 1, "tailnet-ca")
-	defer s.providerReplicasWithCA(ctx, t, 1, "")
-	s.applyJSON(t,
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"probe-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
-		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"probe-oauth","namespace":%q}},"probe":{"tags":["tag:probe"],"interval":"30s"}}}`,
-			relayAPI, tailnet, api.URL, xpharness.CrossplaneNamespace),
-	)
-	lbs := make([]*cloudharness.UDPLoadBalancer, 2)
-	for i := range lbs {
-		front := netip.AddrPortFrom(netip.MustParseAddr(fmt.Sprintf("198.51.100.%d", 40+i)), relayPort)
-		s.node.HostAddress(t, front.Addr())
-		pod := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d-0", name, i)}
-		lbs[i] = cloudharness.StartUDPLoadBalancer(t, front, func() (netip.AddrPort, bool) {
-			p := &corev1.Pod{}
-			if err := s.Admin.Get(ctx, pod, p); err != nil || p.Status.PodIP == "" {
-				return netip.AddrPort{}, false
-			}
-			return netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), relayPort), true
-		})
-		// The Service does not exist yet: the address is kept for when it does.
-		_ = s.cloud.setAddress(ctx, ns, fmt.Sprintf("%s-%d", name, i), front.Addr().String())
-	}
+	s.probing(ctx, t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{}}`, relayAPI, tailnet))
+	lbs := s.loadBalancers(ctx, t, ns, name, "198.51.100.40", "198.51.100.41")
 	s.namespaceWithKey(t, ns)
 	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\ntailnet: "+tailnet)
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
@@ -128,6 +97,63 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=2m"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+}
+
+// probing turns the probe on in the ClusterProviderConfig cpc (its JSON,
+// applied with spec.tailscale and spec.probe added), with the Tailscale
+// API's contract fake for the prober's key, and has the provider trust the
+// control server's CA; the provider goes back to its image's roots when the
+// test ends.
+func (s *system) probing(ctx context.Context, t testing.TB, cpc string) {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(s.node.ServicesIP().String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := tailnettest.StartFakeAPIOn(t, l, nil)
+	// The control server here has a certificate of the test's CA, as a
+	// self-hosted one may: the provider's pods are told to trust it, as a
+	// platform would through the runtime config.
+	s.applyJSON(t,
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tailnet-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, s.tailnet.CA),
+		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"probe-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
+	)
+	s.providerReplicasWithCA(ctx, t, 1, "tailnet-ca")
+	t.Cleanup(func() { s.providerReplicasWithCA(context.Background(), t, 1, "") })
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(cpc)); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{"baseURL": api.URL, "oauthSecretRef": map[string]any{"name": "probe-oauth", "namespace": xpharness.CrossplaneNamespace}}, "spec", "tailscale")
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{"tags": []any{"tag:probe"}, "interval": "30s"}, "spec", "probe")
+	b, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.applyJSON(t, string(b))
+}
+
+// loadBalancers puts a UDP load balancer on each front address (one per
+// replica of PeerRelay ns/name), forwarding to the replica's pod, and has
+// the cloud give the replicas' Services those addresses.
+func (s *system) loadBalancers(ctx context.Context, t testing.TB, ns, name string, fronts ...string) []*cloudharness.UDPLoadBalancer {
+	t.Helper()
+	lbs := make([]*cloudharness.UDPLoadBalancer, len(fronts))
+	for i, f := range fronts {
+		front := netip.AddrPortFrom(netip.MustParseAddr(f), relayPort)
+		s.node.HostAddress(t, front.Addr())
+		pod := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d-0", name, i)}
+		lbs[i] = cloudharness.StartUDPLoadBalancer(t, front, func() (netip.AddrPort, bool) {
+			p := &corev1.Pod{}
+			if err := s.Admin.Get(ctx, pod, p); err != nil || p.Status.PodIP == "" {
+				return netip.AddrPort{}, false
+			}
+			return netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), relayPort), true
+		})
+		// The Service may not exist yet: the address is kept for when it does.
+		_ = s.cloud.setAddress(ctx, ns, fmt.Sprintf("%s-%d", name, i), front.Addr().String())
+	}
+	return lbs
 }
 
 // waitReachable waits for the PeerRelay's REACHABLE column and each

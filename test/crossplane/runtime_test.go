@@ -174,7 +174,7 @@ func countCalls(api *tailnettest.FakeAPI, method, path string) int {
 // one package/rbac/provider.yaml applies) to run replicas pods that trust
 // only the CA in ConfigMap caConfigMap (none: back to the image's roots),
 // and waits until those pods are the ready ones.
-func (s *system) providerReplicasWithCA(ctx context.Context, t *testing.T, replicas int64, caConfigMap string) {
+func (s *system) providerReplicasWithCA(ctx context.Context, t testing.TB, replicas int64, caConfigMap string) {
 	t.Helper()
 	drc, err := s.Get(ctx, "pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", "", "provider-peerrelay")
 	if err != nil {

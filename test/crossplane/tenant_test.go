@@ -168,7 +168,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 }
 
 // applyJSON applies each object.
-func (s *system) applyJSON(t *testing.T, objs ...string) {
+func (s *system) applyJSON(t testing.TB, objs ...string) {
 	t.Helper()
 	for _, o := range objs {
 		if out, err := s.KubectlIn(t, []byte(o), "apply", "-f", "-"); err != nil {

@@ -68,25 +68,45 @@ func TestProbeReachesRelay(t *testing.T) {
 	}
 }
 
-// TestProviderProbesReplicas: with spec.probe in its provider config, the
-// provider joins the tailnet as a prober of its own and reports each
+// TestProviderProbesReplicas: once spec.probe is in its provider config,
+// the provider joins the tailnet as a prober of its own and reports each
 // replica's Reachable condition from the real relay's answers: pending
 // until the replica's device is known, Answered when its one endpoint
 // answers, PartlyAnswered naming the address that does not once a static
-// endpoint that drops everything is advertised too.
+// endpoint that drops everything is advertised too. The probe is turned
+// on after the RelayConfig exists, and the provider polls once an hour
+// here: the change reaches the RelayConfig through the provider config's
+// watch.
 func TestProviderProbesReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	api := tailnettest.StartFakeAPI(t)
 	w := startWorldWith(t, v1alpha1.ProviderConfigSpec{
 		Tailscale: &v1alpha1.TailscaleAPI{BaseURL: api.URL, OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "default"}},
-		Probe:     &v1alpha1.Probe{Tags: []string{"tag:probe"}},
 	})
 	pe := w.provider
 	must(t, pe.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ts-oauth"},
 		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
 	port := w.addRelay(t, "127.0.0.1")
 	rc := types.NamespacedName{Namespace: pe.NS, Name: "relay-0"}
+	harness.Eventually(t, time.Minute, "the RelayConfig resolved", func(ctx context.Context) error {
+		r := &v1alpha1.RelayConfig{}
+		if err := pe.Client.Get(ctx, rc, r); err != nil {
+			return err
+		}
+		if len(r.Status.AtProvider.Endpoints) == 0 {
+			return fmt.Errorf("no endpoints yet")
+		}
+		return nil
+	})
+	harness.Eventually(t, 30*time.Second, "spec.probe in the provider config", func(ctx context.Context) error {
+		pc := &v1alpha1.ClusterProviderConfig{}
+		if err := pe.Client.Get(ctx, types.NamespacedName{Name: "default"}, pc); err != nil {
+			return err
+		}
+		pc.Spec.Probe = &v1alpha1.Probe{Tags: []string{"tag:probe"}}
+		return pe.Client.Update(ctx, pc)
+	})
 	waitReachable(t, pe, rc, v1alpha1.ReasonProbePending)
 
 	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
