@@ -48,7 +48,7 @@ type summary struct {
 
 func summarise(r *relay, o observedState) summary {
 	s := summary{status: v1alpha1.PeerRelayStatus{Endpoints: []v1alpha1.Endpoint{}, Replicas: []v1alpha1.ReplicaStatus{}}}
-	podsReady, readyReplicas, reachable := 0, 0, 0
+	podsReady, readyReplicas, reachable, unreachable, unproven := 0, 0, 0, 0, 0
 	probed := false
 	for i := range r.Replicas {
 		ro := o.replica(r, i)
@@ -82,10 +82,20 @@ func summarise(r *relay, o observedState) summary {
 		if rs.Reachable != "" {
 			probed = true
 		}
-		if rs.Reachable == corev1.ConditionTrue {
+		// Only an answer that did not come counts against a replica. A
+		// probe that could not ask (Unknown: the prober cannot join, the
+		// relay allocated nothing) proves nothing either way, and neither
+		// does no condition yet (the probe just turned on): they are said,
+		// not counted.
+		switch rs.Reachable {
+		case corev1.ConditionTrue:
 			reachable++
+		case corev1.ConditionFalse:
+			unreachable++
+		case corev1.ConditionUnknown:
+			unproven++
 		}
-		rs.Ready = advertised && ro.podReady && (rs.Reachable == "" || rs.Reachable == corev1.ConditionTrue)
+		rs.Ready = advertised && ro.podReady && rs.Reachable != corev1.ConditionFalse
 		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady, advertised)
 		if rs.Ready {
 			readyReplicas++
@@ -117,13 +127,16 @@ func summarise(r *relay, o observedState) summary {
 	case podsReady < r.Replicas:
 		s.reason = reasonPodsPending
 		s.msg = fmt.Sprintf("%d of %d relay pods are ready", podsReady, r.Replicas)
-	case probed && reachable < r.Replicas:
+	case unreachable > 0:
 		s.reason = reasonUnreachable
-		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", reachable, r.Replicas) + s.unreachable()
+		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", reachable, r.Replicas) + s.probed(corev1.ConditionFalse) + s.probed(corev1.ConditionUnknown)
 	default:
 		s.ready = true
 		s.reason = reasonReady
 		s.msg = "all " + strconv.Itoa(r.Replicas) + " replicas are advertising their public endpoints"
+		if unproven > 0 {
+			s.msg += fmt.Sprintf("; the reachability probe could not tell for %d of them", unproven) + s.probed(corev1.ConditionUnknown)
+		}
 	}
 	return s
 }
@@ -140,17 +153,18 @@ func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
 		return "waiting for its config to advertise the load balancer's address"
 	case !ro.podReady:
 		return "waiting for its pod to be ready"
-	case ro.reachable.Status != "" && ro.reachable.Status != corev1.ConditionTrue:
+	case ro.reachable.Status == corev1.ConditionFalse:
 		return string(ro.reachable.Reason) + ": " + ro.reachable.Message
 	}
 	return ""
 }
 
-// unreachable names the replicas the probe did not reach and why.
-func (s summary) unreachable() string {
+// probed names the replicas whose Reachable condition has status st, and
+// why.
+func (s summary) probed(st corev1.ConditionStatus) string {
 	var b strings.Builder
 	for i, ro := range s.replicas {
-		if ro.reachable.Status != "" && ro.reachable.Status != corev1.ConditionTrue {
+		if ro.reachable.Status == st {
 			fmt.Fprintf(&b, "; replica %d: %s: %s", i, ro.reachable.Reason, ro.reachable.Message)
 		}
 	}

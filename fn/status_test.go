@@ -263,11 +263,18 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			wantMsg:       "1 of 2 replicas answered the provider's reachability probe; replica 1: NoAnswer: no advertised endpoint answered: 198.51.100.1:41641",
 			wantReachable: "1/2",
 		},
+		"ProbeTurnedOn": {
+			reason:        "Just after the probe is turned on, a replica the provider has not probed yet has no condition: it does not make the PeerRelay unready, though REACHABLE counts only what answered.",
+			replicas:      2,
+			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip"), "statefulset-1": pod},
+			wantReason:    reasonReady,
+			wantReachable: "1/2",
+		},
 		"ProbeFailed": {
-			reason:        "A probe that cannot run proves nothing: not ready, with the provider's words.",
+			reason:        "A probe that cannot run proves nothing either way: the replica stays ready, the message says the probe could not tell, in the provider's words, and REACHABLE does not count it.",
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", probeFails), "statefulset-0": pod},
-			wantReason:    reasonUnreachable,
-			wantMsg:       "replica 0: ProbeFailed: the prober cannot join the tailnet",
+			wantReason:    reasonReady,
+			wantMsg:       "; the reachability probe could not tell for 1 of them; replica 0: ProbeFailed: the prober cannot join the tailnet",
 			wantReachable: "0/1",
 		},
 		"StaticOnly": {

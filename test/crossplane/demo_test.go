@@ -81,6 +81,7 @@ func TestDemo(t *testing.T) {
 	s.probing(ctx, t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":"default"},"spec":{"resolveTimeout":"5s"}}`, relayAPI))
 	probed := time.Now()
 	last = ""
+	lastMsg := ""
 	harness.Eventually(t, 3*time.Minute, "REACHABLE 2/2", func(context.Context) error {
 		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
 		if err != nil {
@@ -91,6 +92,12 @@ func TestDemo(t *testing.T) {
 			last = shown
 		}
 		if f := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1]); len(f) < 4 || f[3] != "2/2" {
+			if pr, err := s.Get(ctx, v2API, "PeerRelay", "team-a", "my-relay"); err == nil {
+				if _, msg := condition(pr, "PeerRelayReady"); msg != lastMsg {
+					say("        PeerRelayReady %s", msg)
+					lastMsg = msg
+				}
+			}
 			time.Sleep(time.Second)
 			return fmt.Errorf("not reachable yet")
 		}
@@ -110,8 +117,14 @@ func TestDemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		say("  relay %s: %d session(s)", pod, len(st.Sessions))
+		var bound []status.ServerSession
 		for _, ss := range st.Sessions {
+			if ss.Client1.Endpoint.IsValid() && ss.Client2.Endpoint.IsValid() {
+				bound = append(bound, ss)
+			}
+		}
+		say("  relay %s: %d session(s) with both clients bound, %d allocation(s) not bound (the prober's, until they lapse)", pod, len(bound), len(st.Sessions)-len(bound))
+		for _, ss := range bound {
 			for _, c := range []struct {
 				name string
 				info status.ClientInfo
