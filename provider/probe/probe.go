@@ -38,6 +38,7 @@ import (
 	"tailscale.com/tailcfg"
 	"tailscale.com/types/key"
 	"tailscale.com/types/logger"
+	"tailscale.com/types/logid"
 	"tailscale.com/types/netmap"
 	"tailscale.com/types/persist"
 	"tailscale.com/util/eventbus"
@@ -104,14 +105,18 @@ func Join(ctx context.Context, o Options) (*Prober, error) {
 		ready:   make(chan struct{}),
 	}
 	machine := key.NewMachine()
+	logID, err := logid.NewPrivateID()
+	if err != nil {
+		return nil, fmt.Errorf("prober: %w", err)
+	}
 	control, err := controlclient.NewDirect(controlclient.Options{
 		Persist:              persist.Persist{PrivateNodeKey: p.node},
 		GetMachinePrivateKey: func() (key.MachinePrivate, error) { return machine, nil },
 		ServerURL:            o.ControlURL,
 		AuthKey:              o.AuthKey,
-		// Control requires a log ID; the prober sends no logs, so any
-		// unique value serves.
-		Hostinfo:       &tailcfg.Hostinfo{Hostname: o.Hostname, BackendLogID: key.NewNode().Public().UntypedHexString()},
+		// Control requires a log ID; the prober sends no logs, so a new
+		// one serves.
+		Hostinfo:       &tailcfg.Hostinfo{Hostname: o.Hostname, BackendLogID: logID.Public().String()},
 		DiscoPublicKey: p.disco.Public(),
 		Logf:           logf,
 		HealthTracker:  health.NewTracker(p.bus),
@@ -277,7 +282,7 @@ func (p *Prober) knock(ctx context.Context, alloc *disco.AllocateUDPRelayEndpoin
 	if err != nil {
 		return fmt.Errorf("prober: %w", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	gen := generation()
 	bind := &disco.BindUDPRelayEndpoint{BindUDPRelayEndpointCommon: disco.BindUDPRelayEndpointCommon{VNI: alloc.VNI, Generation: gen, RemoteKey: remote}}
 	pkt := make([]byte, packet.GeneveFixedHeaderLength)
