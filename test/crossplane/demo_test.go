@@ -55,21 +55,8 @@ func TestDemo(t *testing.T) {
 	}
 
 	say("\n$ kubectl -n team-a get peerrelay my-relay   (every second, until PeerRelayReady)")
-	last := ""
-	harness.Eventually(t, 5*time.Minute, "PeerRelayReady", func(context.Context) error {
-		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
-		if err != nil {
-			return err
-		}
-		if shown := withoutAge(out); shown != last {
-			say("%6.1fs  %s", time.Since(applied).Seconds(), strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n        "))
-			last = shown
-		}
-		if !strings.Contains(out, " PeerRelayReady ") || !strings.Contains(out, "True     True") {
-			time.Sleep(time.Second)
-			return fmt.Errorf("not ready")
-		}
-		return nil
+	s.watchTable(t, say, applied, 5*time.Minute, "PeerRelayReady", func(table string, _ []string) bool {
+		return strings.Contains(table, " PeerRelayReady ") && strings.Contains(table, "True     True")
 	})
 	ready := time.Since(applied)
 	say("\nkubectl apply → PeerRelayReady: %v", ready.Round(100*time.Millisecond))
@@ -79,29 +66,8 @@ func TestDemo(t *testing.T) {
 	say("\nThe load balancers' addresses start forwarding to the pods (the cloud's part), and the provider config\nturns the reachability probe on: the provider joins the tailnet and knocks on each advertised address.")
 	s.loadBalancers(ctx, t, "team-a", "my-relay", "203.0.113.10", "203.0.113.11")
 	s.probing(ctx, t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":"default"},"spec":{"resolveTimeout":"5s"}}`, relayAPI))
-	probed := time.Now()
-	last = ""
-	lastMsg := ""
-	harness.Eventually(t, 3*time.Minute, "REACHABLE 2/2", func(context.Context) error {
-		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
-		if err != nil {
-			return err
-		}
-		if shown := withoutAge(out); shown != last {
-			say("%6.1fs  %s", time.Since(probed).Seconds(), strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n        "))
-			last = shown
-		}
-		if f := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1]); len(f) < 4 || f[3] != "2/2" {
-			if pr, err := s.Get(ctx, v2API, "PeerRelay", "team-a", "my-relay"); err == nil {
-				if _, msg := condition(pr, "PeerRelayReady"); msg != lastMsg {
-					say("        PeerRelayReady %s", msg)
-					lastMsg = msg
-				}
-			}
-			time.Sleep(time.Second)
-			return fmt.Errorf("not reachable yet")
-		}
-		return nil
+	s.watchTable(t, say, time.Now(), 3*time.Minute, "REACHABLE 2/2", func(_ string, row []string) bool {
+		return len(row) > 3 && row[3] == "2/2"
 	})
 
 	say("\nTwo tailnet clients that may not use direct UDP (TS_DEBUG_NEVER_DIRECT_UDP=1) ping each other:")
@@ -134,6 +100,37 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	say("\nDone in %v; stopping everything and removing what was created.", time.Since(began).Round(time.Second))
+}
+
+// watchTable prints `kubectl get peerrelay my-relay` in team-a each time
+// it changes, with the time since start, and PeerRelayReady's reason when
+// that changes too, until done says so of the table (and its row's
+// fields).
+func (s *system) watchTable(t *testing.T, say func(string, ...any), start time.Time, timeout time.Duration, what string, done func(table string, row []string) bool) {
+	t.Helper()
+	last, lastMsg := "", ""
+	harness.Eventually(t, timeout, what, func(ctx context.Context) error {
+		out, err := s.Kubectl(t, "-n", "team-a", "get", "peerrelay", "my-relay")
+		if err != nil {
+			return err
+		}
+		if shown := withoutAge(out); shown != last {
+			say("%6.1fs  %s", time.Since(start).Seconds(), strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n        "))
+			last = shown
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if done(out, strings.Fields(lines[len(lines)-1])) {
+			return nil
+		}
+		if pr, err := s.Get(ctx, v2API, "PeerRelay", "team-a", "my-relay"); err == nil {
+			if _, msg := condition(pr, "PeerRelayReady"); msg != lastMsg && msg != "no condition" {
+				say("        PeerRelayReady %s", msg)
+				lastMsg = msg
+			}
+		}
+		time.Sleep(time.Second)
+		return fmt.Errorf("not yet: %s", what)
+	})
 }
 
 // withoutAge drops a table's last column, AGE, which changes every second.

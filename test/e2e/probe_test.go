@@ -33,11 +33,7 @@ func TestProbeReachesRelay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w := startWorld(t)
-	port := w.addRelay(t, "127.0.0.1")
-	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
-	waitForConfig(t, w.provider, cfgFile, []string{fmt.Sprintf("127.0.0.1:%d", port)})
-	relay := w.startTailscaled(t, cfgFile, nil)
-	tailnet.WaitRunning(t, relay.LocalClient, time.Minute)
+	port, relay := w.runRelay(t, "127.0.0.1")
 	st, err := relay.LocalClient.StatusWithoutPeers(ctx)
 	must(t, err)
 

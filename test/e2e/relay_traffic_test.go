@@ -3,12 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/peerrelay/peerrelay/provider/tsconfig"
 	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
@@ -20,12 +18,7 @@ func TestRelayCarriesTraffic(t *testing.T) {
 	defer cancel()
 	w := startWorld(t)
 	// The relay's "public" address is loopback here: the clients can reach it.
-	port := w.addRelay(t, "127.0.0.1")
-	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
-	relayEP := fmt.Sprintf("127.0.0.1:%d", port)
-	waitForConfig(t, w.provider, cfgFile, []string{relayEP})
-	relay := w.startTailscaled(t, cfgFile, nil)
-	tailnet.WaitRunning(t, relay.LocalClient, time.Minute)
+	port, relay := w.runRelay(t, "127.0.0.1")
 
 	a := w.StartClient(t, "", "client-a", "TS_DEBUG_NEVER_DIRECT_UDP=1")
 	b := w.StartClient(t, "", "client-b", "TS_DEBUG_NEVER_DIRECT_UDP=1")

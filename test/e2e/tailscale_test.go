@@ -85,6 +85,19 @@ func (w *world) addRelay(t *testing.T, ingressIP string) uint16 {
 	return port
 }
 
+// runRelay adds relay-0 with ingressIP, waits for its config to advertise
+// ingressIP on its port, and runs tailscaled with that config until it is
+// logged in. It returns the port and the relay.
+func (w *world) runRelay(t *testing.T, ingressIP string) (uint16, *tailnet.Daemon) {
+	t.Helper()
+	port := w.addRelay(t, ingressIP)
+	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
+	waitForConfig(t, w.provider, cfgFile, []string{fmt.Sprintf("%s:%d", ingressIP, port)})
+	relay := w.startTailscaled(t, cfgFile, nil)
+	tailnet.WaitRunning(t, relay.LocalClient, time.Minute)
+	return port, relay
+}
+
 // freeUDPPort returns a UDP port free on the host now: the relay binds a
 // real port even in userspace networking.
 func freeUDPPort(t *testing.T) uint16 {
