@@ -49,7 +49,6 @@ type summary struct {
 func summarise(r *relay, o observedState) summary {
 	s := summary{status: v1alpha1.PeerRelayStatus{Endpoints: []v1alpha1.Endpoint{}, Replicas: []v1alpha1.ReplicaStatus{}}}
 	podsReady, readyReplicas, reachable, unreachable, unproven := 0, 0, 0, 0, 0
-	probed := false
 	for i := range r.Replicas {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
@@ -79,9 +78,6 @@ func summarise(r *relay, o observedState) summary {
 		}
 		rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
 		rs.Reachable = ro.reachable.Status
-		if rs.Reachable != "" {
-			probed = true
-		}
 		// Only an answer that did not come counts against a replica. A
 		// probe that could not ask (Unknown: the prober cannot join, the
 		// relay allocated nothing) proves nothing either way, and neither
@@ -104,7 +100,7 @@ func summarise(r *relay, o observedState) summary {
 	}
 	s.status.Addresses = addresses(s.status.Endpoints)
 	s.status.ReadyReplicas = fmt.Sprintf("%d/%d", readyReplicas, r.Replicas)
-	if probed {
+	if reachable+unreachable+unproven > 0 { // the provider probes
 		s.status.ReachableReplicas = fmt.Sprintf("%d/%d", reachable, r.Replicas)
 	}
 	keyReason, keyMsg := s.keyProblem()

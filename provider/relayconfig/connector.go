@@ -105,7 +105,6 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 	if spec.Policy != nil {
 		e.allowedTags = spec.Policy.Tags
 	}
-	defer func() { e.reachability = c.reachability(mg, spec, e.api) }()
 	if spec.AWS != nil && spec.AWS.Source != "" && spec.AWS.Source != v1alpha1.AWSCredentialsNone {
 		aws, ec2c, err := c.awsClients(ctx, spec.AWS, mg)
 		if err != nil {
@@ -121,6 +120,7 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		}
 		e.api = api
 	}
+	e.reachability = c.reachability(mg, spec, e.api)
 	return e, nil
 }
 
@@ -146,10 +146,7 @@ func (c *connector) reachability(mg *v1alpha1.RelayConfig, spec *v1alpha1.Provid
 		controlURL = ipn.DefaultControlURL
 	}
 	ref := mg.GetProviderConfigReference()
-	name := ref.Kind + "/" + ref.Name
-	if ref.Kind == v1alpha1.ProviderConfigKind {
-		name = ref.Kind + "/" + mg.GetNamespace() + "/" + ref.Name
-	}
+	name := providerConfigKey(ref.Kind, mg.GetNamespace(), ref.Name)
 	// The prober is the provider config's, under what it joined with: a
 	// change of any of these joins a new one.
 	config := fmt.Sprintf("%s %v", controlURL, spec.Probe.Tags)

@@ -37,11 +37,16 @@ type probers struct {
 	join func(context.Context, probe.Options) (*probe.Prober, error)
 	now  func() time.Time
 
-	mu sync.Mutex
+	// joining guards joined and closing. A join (a key minted, a login)
+	// takes seconds under it, so it is not mu: the poll interval hook
+	// asks mu after every reconcile of every RelayConfig.
+	joining sync.Mutex
 	// joined holds each provider config's prober by its name.
 	joined  map[string]*joinedProber
-	probed  map[types.UID]probed
 	closing bool
+
+	mu     sync.Mutex
+	probed map[types.UID]probed
 }
 
 // joinedProber is a provider config's prober, or why it could not join.
@@ -70,8 +75,8 @@ func newProbers() *probers {
 // minted ephemeral key the first time, when its config changed, or
 // joinRetry after a failure.
 func (ps *probers) prober(ctx context.Context, name, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+	ps.joining.Lock()
+	defer ps.joining.Unlock()
 	if ps.closing {
 		return nil, errors.New("the provider is stopping")
 	}
@@ -136,11 +141,11 @@ func (ps *probers) pollInterval(uid types.UID, poll time.Duration) time.Duration
 
 // Close logs every prober out; called when the provider stops.
 func (ps *probers) Close() {
-	ps.mu.Lock()
+	ps.joining.Lock()
 	ps.closing = true
 	joined := ps.joined
 	ps.joined = map[string]*joinedProber{}
-	ps.mu.Unlock()
+	ps.joining.Unlock()
 	for _, j := range joined {
 		if j.p != nil {
 			j.p.Close()
