@@ -48,6 +48,8 @@ type system struct {
 	tailnet *tailnet.Tailnet
 	cloud   *cloud
 	writes  *writeCounter
+	// auditLog is kube-apiserver's log of every write (options.audit).
+	auditLog string
 }
 
 func TestCrossplane(t *testing.T) {
@@ -80,6 +82,8 @@ type options struct {
 	// bench runs Crossplane and the provider as a platform does: no debug
 	// logs, Crossplane's default poll interval.
 	bench bool
+	// audit has kube-apiserver log every write with who made it.
+	audit bool
 }
 
 func start(t testing.TB, o options) *system {
@@ -105,6 +109,9 @@ func start(t testing.TB, o options) *system {
 	if o.bench {
 		xo.Quiet, xo.PollInterval = true, time.Minute
 	}
+	if o.audit {
+		xo.AuditLog = filepath.Join(t.TempDir(), "audit.log")
+	}
 	if xo.ExternalRuntime {
 		harness.Tool(t, "function-peerrelay")
 		harness.Tool(t, "provider-peerrelay")
@@ -116,7 +123,7 @@ func start(t testing.TB, o options) *system {
 		xp.Registry.Push(t, "peerrelay/"+name, version, paths...)
 	}
 
-	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}}
+	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}, auditLog: xo.AuditLog}
 	if xo.ExternalRuntime {
 		s.runtime = xp.StartRuntime(t, xpharness.RuntimeOptions{Quiet: o.bench})
 	}

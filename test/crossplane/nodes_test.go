@@ -55,7 +55,11 @@ func (cl *cloud) lbAddress(svc *corev1.Service) string {
 	if ok {
 		return ip
 	}
-	i, err := strconv.Atoi(svc.Labels["peerrelay.io/replica"])
+	replica, ok := svc.Labels["peerrelay.io/replica"]
+	if !ok { // the Tailscale operator's (BenchmarkSideBySide)
+		replica = svc.Labels["tailscale.com/peer-relay-replica"]
+	}
+	i, err := strconv.Atoi(replica)
 	if err != nil {
 		return ""
 	}

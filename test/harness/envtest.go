@@ -30,14 +30,24 @@ var KubernetesServiceIP = net.IPv4(10, 0, 0, 1)
 // the CRDs in crdDirs installed, and stops them when the test ends.
 func StartAPIServer(t testing.TB, crdDirs ...string) *APIServer {
 	t.Helper()
-	return StartAPIServerWithPods(t, false, crdDirs...)
+	return StartAPIServerWith(t, APIServerOptions{}, crdDirs...)
 }
 
-// startAPIServer with pods admits pods as a cluster does: the
-// ServiceAccount admission plugin (which envtest turns off) gives each pod
-// its kube-api-access token volume and refuses one whose ServiceAccount
-// does not exist yet.
-func StartAPIServerWithPods(t testing.TB, pods bool, crdDirs ...string) *APIServer {
+// APIServerOptions tune StartAPIServerWith.
+type APIServerOptions struct {
+	// Pods admits pods as a cluster does: the ServiceAccount admission
+	// plugin (which envtest turns off) gives each pod its kube-api-access
+	// token volume and refuses one whose ServiceAccount does not exist yet.
+	Pods bool
+	// AuditLog, if set, is the file kube-apiserver writes an audit event
+	// to (JSON lines, metadata only) for every write request but lease
+	// renewals: who wrote what, for counting each component's writes.
+	AuditLog string
+}
+
+// StartAPIServerWith starts kube-apiserver and etcd as StartAPIServer does,
+// tuned by o.
+func StartAPIServerWith(t testing.TB, o APIServerOptions, crdDirs ...string) *APIServer {
 	t.Helper()
 	for _, tool := range []string{"kube-apiserver", "etcd", "kubectl"} {
 		Tool(t, tool)
@@ -59,8 +69,18 @@ func StartAPIServerWithPods(t testing.TB, pods bool, crdDirs ...string) *APIServ
 	// A certificate folder of our own survives a restart (RestartAPIServer),
 	// so clients keep trusting the server.
 	apiServer.CertDir = t.TempDir()
-	if pods {
+	if o.Pods {
 		apiServer.Configure().Disable("disable-admission-plugins")
+	}
+	if o.AuditLog != "" {
+		policy := filepath.Join(apiServer.CertDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditWrites), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		apiServer.Configure().Set("audit-policy-file", policy)
+		apiServer.Configure().Set("audit-log-path", o.AuditLog)
+		apiServer.Configure().Set("audit-log-format", "json")
+		apiServer.Configure().Set("audit-log-mode", "blocking")
 	}
 	// A pod dials https://kubernetes.default.svc (containerboot) or
 	// https://10.0.0.1 (client-go's in-cluster config, no SNI): the server's
@@ -95,6 +115,19 @@ func StartAPIServerWithPods(t testing.TB, pods bool, crdDirs ...string) *APIServ
 	})
 	return &APIServer{Env: env, Config: cfg, ClusterCA: ca}
 }
+
+// auditWrites is the audit policy of APIServerOptions.AuditLog: metadata
+// of every write once it is answered, nothing of reads, watches or leases.
+const auditWrites = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  verbs: [get, list, watch]
+- level: None
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: Metadata
+`
 
 // RestartAPIServer stops kube-apiserver, waits, and starts it again on the
 // same address with the same certificates; etcd and its data stay.

@@ -78,6 +78,9 @@ type CrossplaneOptions struct {
 	// RegistryHost is the registry the packages are named under; the test's
 	// registry answers as it. Default xpkg.crossplane.io.
 	RegistryHost string
+	// AuditLog, if set, is where kube-apiserver logs every write
+	// (harness.APIServerOptions.AuditLog).
+	AuditLog string
 }
 
 // StartCrossplane starts everything but our packages; it stops when the test
@@ -94,7 +97,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		o.RegistryHost = "xpkg.crossplane.io"
 	}
 	ctx := context.Background()
-	c := &Crossplane{API: harness.StartAPIServerWithPods(t, true), Dir: t.TempDir()}
+	c := &Crossplane{API: harness.StartAPIServerWith(t, harness.APIServerOptions{Pods: true, AuditLog: o.AuditLog}), Dir: t.TempDir()}
 	c.AdminConfig = c.API.Config
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
