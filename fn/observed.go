@@ -83,6 +83,8 @@ type replicaObservation struct {
 	// DeviceCleanup condition, providerConfig its ProviderConfigUsable,
 	// reachable its Reachable (Status "" when the provider does not probe).
 	key, cleanup, providerConfig, reachable xpv2.Condition
+	// traffic is the provider's last sample of the relay's counters.
+	traffic *relayv1alpha1.TrafficSample
 }
 
 func (o observedState) replica(r *relay, i int) replicaObservation {
@@ -108,6 +110,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 			ro.reachable = c
 		}
 		at := atProvider(rc)
+		ro.traffic = at.Traffic
 		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins

@@ -49,6 +49,11 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 			p.AWS.LoadBalancerName = loadBalancerName(r, i)
 		}
 	}
+	if r.metrics() {
+		// The pod serves its relay counters: the provider samples them
+		// into the replica's status.
+		p.Traffic = &relayv1alpha1.TrafficSource{Pod: podName(r, i), Port: healthCheckPort}
+	}
 	if r.AuthKey != nil {
 		p.AuthKeySecretRef = &relayv1alpha1.AuthKeyRef{
 			Name: r.AuthKey.Name, Key: r.AuthKey.Key,

@@ -65,6 +65,15 @@ func TestRelayConfig(t *testing.T) {
 				return rc
 			}(),
 		},
+		"Metrics": {
+			reason: "With metrics on, the provider is told which pod and port serve the replica's relay counters, to sample them into status.",
+			r:      testRelay(t, func(r *relay) { r.Spec.Metrics = &v1alpha1.Metrics{Enable: true} }),
+			want: func() *relayv1alpha1.RelayConfig {
+				p := base
+				p.Traffic = &relayv1alpha1.TrafficSource{Pod: "my-relay-1-0", Port: 9002}
+				return want(p)
+			}(),
+		},
 		"Managed": {
 			reason: "With a composed load balancer there is no Service to follow: the provider finds the load balancer by name and asks AWS.",
 			r: testRelay(t, func(r *relay) {

@@ -77,6 +77,9 @@ func summarise(r *relay, o observedState) summary {
 			podsReady++
 		}
 		rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
+		if t := ro.traffic; t != nil && r.metrics() {
+			rs.Traffic = &v1alpha1.ReplicaTraffic{Sessions: t.Sessions, ForwardedPackets: t.ForwardedPackets, ForwardedBytes: t.ForwardedBytes, SampledAt: t.SampledAt}
+		}
 		rs.Reachable = ro.reachable.Status
 		// Only an answer that did not come counts against a replica. A
 		// probe that could not ask (Unknown: the prober cannot join, the

@@ -410,3 +410,41 @@ aws:
 		})
 	}
 }
+
+func TestRunFunctionReplicaTraffic(t *testing.T) {
+	sampled := `    traffic: {sessions: 1, forwardedPackets: 120, forwardedBytes: 15360, sampledAt: "2026-12-06T05:00:00Z"}`
+	cases := map[string]struct {
+		reason   string
+		spec     string
+		observed map[string]*fnv1.Resource
+		want     []any
+	}{
+		"Sampled": {
+			reason: "With metrics on, each replica shows the provider's last sample of its relay counters; one not sampled yet shows none.",
+			spec:   "replicas: 2\nmetrics: {enable: true}",
+			observed: map[string]*fnv1.Resource{"relayconfig-1": {Resource: mustStruct(t,
+				"apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider:\n"+sampled)}},
+			want: []any{nil, map[string]any{"sessions": 1.0, "forwardedPackets": 120.0, "forwardedBytes": 15360.0, "sampledAt": "2026-12-06T05:00:00Z"}},
+		},
+		"MetricsTurnedOff": {
+			reason: "Once metrics are off, a sample the provider has not cleared yet is not shown: it no longer changes.",
+			spec:   "replicas: 1",
+			observed: map[string]*fnv1.Resource{"relayconfig-0": {Resource: mustStruct(t,
+				"apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider:\n"+sampled)}},
+			want: []any{nil},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: podAccess(t, tc.observed)}})
+			replicas, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "replicas").([]any)
+			var got []any
+			for _, r := range replicas {
+				got = append(got, r.(map[string]any)["traffic"])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nstatus.replicas[].traffic -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

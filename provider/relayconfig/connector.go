@@ -47,6 +47,9 @@ type connector struct {
 	// probers are the reachability probers (reachability.go); nil: no
 	// probe runs.
 	probers *probers
+	// samplers read replicas' relay counters (traffic.go); nil: none is
+	// sampled.
+	samplers *samplers
 	// namespacedOverrides lets a namespaced ProviderConfig use the
 	// provider's own AWS identity and other API endpoints
 	// (FeatureNamespacedOverrides).
@@ -101,7 +104,7 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
 		r.Timeout = spec.ResolveTimeout.Duration
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers, samplers: c.samplers}
 	if spec.Policy != nil {
 		e.allowedTags = spec.Policy.Tags
 	}

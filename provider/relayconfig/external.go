@@ -55,6 +55,9 @@ type external struct {
 	// RelayConfig is probed, nil when its provider config does not.
 	probers      *probers
 	reachability *reachability
+	// samplers read the replica's relay counters (traffic.go); nil in
+	// tests that do not sample.
+	samplers *samplers
 
 	// What Observe found for Create or Update to write: the config and its
 	// inputs, and whether the state Secret is missing or a key must be
@@ -125,6 +128,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	deviceID(mg, state) // recorded for Delete, even if the state goes later
 	e.cleanupCondition(mg)
 	e.checkReachability(ctx, mg, eps)
+	e.sampleTraffic(ctx, mg)
 	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -408,6 +412,9 @@ func (e *external) cleanupCondition(mg *v1alpha1.RelayConfig) {
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.ExternalDelete, err error) {
 	defer func() { err = stable(err) }()
 	e.probersForget(mg)
+	if e.samplers != nil {
+		e.samplers.forget(mg.GetUID())
+	}
 	if e.api != nil {
 		state, err := e.stateSecret(ctx, mg)
 		if err != nil {

@@ -36,6 +36,10 @@ var (
 		Name: "peerrelay_replica_reachable",
 		Help: "Whether the replica's advertised endpoints answered its last probe: 1 yes, 0 no, -1 the probe could not tell.",
 	}, []string{"namespace", "relayconfig"})
+	trafficSamples = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "peerrelay_traffic_samples_total",
+		Help: "Reads of a replica's relay counters from its pod (spec.forProvider.traffic), by outcome (changed, unchanged, failed).",
+	}, []string{"outcome"})
 	resolveSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "peerrelay_resolve_duration_seconds",
 		Help:    "Time to resolve a replica's public endpoints (DNS, AWS), by outcome (ok, error).",
@@ -45,16 +49,28 @@ var (
 
 // Collectors are the provider's own metrics, to register once per process.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{tailnetCalls, keysMinted, devicesDeleted, probes, replicaReachable, resolveSeconds}
+	return []prometheus.Collector{tailnetCalls, keysMinted, devicesDeleted, probes, replicaReachable, trafficSamples, resolveSeconds}
 }
 
-// Every probe outcome is exported from the start, at zero: a dashboard
-// or an alert on a rate sees the series before the first probe.
+// Every probe and sample outcome is exported from the start, at zero: a
+// dashboard or an alert on a rate sees the series before the first one.
 func init() {
 	for _, o := range []string{"answered", "partly_answered", "no_answer", "failed"} {
 		probes.WithLabelValues(o)
 	}
+	for _, o := range []string{sampleChanged, sampleUnchanged, sampleFailed} {
+		trafficSamples.WithLabelValues(o)
+	}
 }
+
+// Traffic sample outcomes.
+const (
+	sampleChanged   = "changed"
+	sampleUnchanged = "unchanged"
+	sampleFailed    = "failed"
+)
+
+func observeSample(outcome string) { trafficSamples.WithLabelValues(outcome).Inc() }
 
 // observeProbe records a replica's probe by the Reachable condition it
 // gave.

@@ -51,11 +51,15 @@ func TestProviderRBACIsExact(t *testing.T) {
 		Data: map[string][]byte{"client_id": []byte("client-id"), "client_secret": []byte("client-secret")}}))
 	must(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ts-auth"}, Data: map[string][]byte{"authkey": []byte("tskey-auth-x")}}))
 
-	// A replica with an Inline key, one with a minted key.
+	// A replica with an Inline key, one with a minted key whose traffic is
+	// sampled (its pod is read; it does not exist here).
 	e.service(t, "r-0", corev1.LoadBalancerIngress{IP: "203.0.113.5"})
 	e.relayConfig(t, "r-0", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline })
 	e.service(t, "r-1", corev1.LoadBalancerIngress{IP: "203.0.113.6"})
-	e.relayConfig(t, "r-1", func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil })
+	e.relayConfig(t, "r-1", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.AuthKeySecretRef = nil
+		rc.Spec.ForProvider.Traffic = &v1alpha1.TrafficSource{Pod: "r-1-0", Port: 9002}
+	})
 	e.waitFor(t, "r-1", "a minted key", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID != "" })
 	e.config(t, "r-0-config", "the endpoint", endpointsAre("203.0.113.5:41641"))
 	// A hand edit is put right (update); deletion removes the config (delete).

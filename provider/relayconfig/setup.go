@@ -46,11 +46,12 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	}
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime v2.4.0 records through the old events API
 	c := &connector{
-		kube:    mgr.GetClient(),
-		read:    mgr.GetAPIReader(),
-		usage:   resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
-		record:  record,
-		probers: newProbers(),
+		kube:     mgr.GetClient(),
+		read:     mgr.GetAPIReader(),
+		usage:    resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		record:   record,
+		probers:  newProbers(),
+		samplers: newSamplers(),
 		// Features is nil in some callers' options.
 		namespacedOverrides: o.Features != nil && o.Features.Enabled(FeatureNamespacedOverrides),
 	}
@@ -59,7 +60,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
-			return c.probers.pollInterval(mg.GetUID(), poll)
+			return c.samplers.pollInterval(mg.GetUID(), c.probers.pollInterval(mg.GetUID(), poll))
 		}),
 	)
 	// The probers are ephemeral devices: log them out when the provider

@@ -331,7 +331,7 @@ func (s *system) audited(b *testing.B, from, to time.Time, mine func(auditEvent)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	self := filepath.Base(os.Args[0]) + "/"
 	n := map[string]int{}
 	sc := bufio.NewScanner(f)

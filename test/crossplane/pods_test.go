@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/client/local"
@@ -143,6 +144,28 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 			return fmt.Errorf("docs/grafana-dashboard.json queries %v, which the relay pods do not export", m)
 		}
 		t.Logf("forwarded packets over both replicas: %d before the ping, %d after", forwardedBefore, after)
+		return nil
+	})
+	// The provider samples the same counters, at most once a minute, into
+	// the replicas' status.
+	harness.Eventually(t, 150*time.Second, "status.replicas[].traffic counts the ping", func(ctx context.Context) error {
+		u, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+		if err != nil {
+			return err
+		}
+		replicas, _, _ := unstructured.NestedSlice(u.Object, "status", "replicas")
+		var packets int64
+		var traffic []any
+		for _, r := range replicas {
+			m, _ := r.(map[string]any)
+			n, _, _ := unstructured.NestedInt64(m, "traffic", "forwardedPackets")
+			packets += n
+			traffic = append(traffic, m["traffic"])
+		}
+		if packets <= int64(forwardedBefore) {
+			return fmt.Errorf("status.replicas[].traffic %v: %d packets forwarded, %d before the ping", traffic, packets, forwardedBefore)
+		}
+		t.Logf("status.replicas[].traffic: %v", traffic)
 		return nil
 	})
 

@@ -360,6 +360,23 @@ type ReplicaStatus struct {
 	// a new placement waits for the provider's check.
 	// +optional
 	AWS *ReplicaAWSStatus `json:"aws,omitempty"`
+	// Traffic is what the replica's relay has carried, sampled by the
+	// provider from its metrics port at most once a minute, while metrics
+	// are enabled (spec.metrics.enable, or a ProxyClass's).
+	// +optional
+	Traffic *ReplicaTraffic `json:"traffic,omitempty"`
+}
+
+// ReplicaTraffic is a sample of a replica's relay counters, counted since
+// its tailscaled started.
+type ReplicaTraffic struct {
+	// Sessions is the number of relay sessions bound between two peers now.
+	Sessions int64 `json:"sessions"`
+	// ForwardedPackets and ForwardedBytes are what the relay forwarded.
+	ForwardedPackets int64 `json:"forwardedPackets"`
+	ForwardedBytes   int64 `json:"forwardedBytes"`
+	// SampledAt is when the counters last changed.
+	SampledAt metav1.Time `json:"sampledAt"`
 }
 
 // ReplicaAWSStatus is a replica's AWS placement in use.

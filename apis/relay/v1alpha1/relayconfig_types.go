@@ -166,6 +166,40 @@ type RelayConfigParameters struct {
 	// AWS tunes the AWS resolution.
 	// +optional
 	AWS *AWSResolution `json:"aws,omitempty"`
+
+	// Traffic, when set, has the provider sample the replica's relay
+	// counters from its pod's metrics port, at most once a minute, into
+	// status.atProvider.traffic.
+	// +optional
+	Traffic *TrafficSource `json:"traffic,omitempty"`
+}
+
+// TrafficSource is where a replica's relay counters are read: its pod's
+// metrics endpoint (containerboot's /metrics, TS_ENABLE_METRICS).
+type TrafficSource struct {
+	// Pod is the replica's pod, in the RelayConfig's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Pod string `json:"pod"`
+	// Port is the pod's metrics port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// TrafficSample is a sample of a replica's relay counters, as tailscaled
+// counts them since it started.
+type TrafficSample struct {
+	// Sessions is the number of relay endpoints bound between two peers
+	// (tailscaled_peer_relay_endpoints{state="open"}).
+	Sessions int64 `json:"sessions"`
+	// ForwardedPackets and ForwardedBytes are what the relay forwarded
+	// (tailscaled_peer_relay_forwarded_{packets,bytes}_total, every
+	// address family).
+	ForwardedPackets int64 `json:"forwardedPackets"`
+	ForwardedBytes   int64 `json:"forwardedBytes"`
+	// SampledAt is when the counters were read; a sample equal to the
+	// last one is not recorded, so this is when they last changed.
+	SampledAt metav1.Time `json:"sampledAt"`
 }
 
 // RelayConfigObservation is what the provider resolved and wrote.
@@ -192,6 +226,10 @@ type RelayConfigObservation struct {
 	// AWS is the check of spec.forProvider.aws's subnet and allocation.
 	// +optional
 	AWS *AWSPlacementObservation `json:"aws,omitempty"`
+	// Traffic is the last sample of the relay's counters
+	// (spec.forProvider.traffic).
+	// +optional
+	Traffic *TrafficSample `json:"traffic,omitempty"`
 }
 
 // RelayConfigSpec is the managed resource spec.

@@ -1,0 +1,201 @@
+package relayconfig
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// Traffic samples: a replica's relay counters, read from its pod's metrics
+// endpoint (containerboot's /metrics, which serves tailscaled's) at most
+// once a minute while the function asks for them (spec.forProvider.traffic,
+// set while the PeerRelay's metrics are on). A sample equal to the last
+// one is not recorded, so a relay carrying nothing writes nothing.
+
+const (
+	// sampleEvery is how often a replica's counters are read at most; a
+	// RelayConfig that samples is polled as often.
+	sampleEvery = time.Minute
+	// scrapeTimeout bounds one read of a pod's metrics, and maxScrape its
+	// size: the pod is in a tenant's namespace.
+	scrapeTimeout = 2 * time.Second
+	maxScrape     = 1 << 20
+)
+
+// The counters tailscaled's relay server publishes (net/udprelay).
+const (
+	metricForwardedPackets = "tailscaled_peer_relay_forwarded_packets_total"
+	metricForwardedBytes   = "tailscaled_peer_relay_forwarded_bytes_total"
+	metricEndpoints        = "tailscaled_peer_relay_endpoints"
+)
+
+// samplers remembers when each RelayConfig was last sampled.
+type samplers struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	sampled map[types.UID]time.Time
+	scrape  func(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSample, error)
+}
+
+func newSamplers() *samplers {
+	return &samplers{now: time.Now, sampled: map[types.UID]time.Time{}, scrape: scrapeTraffic}
+}
+
+// due says whether a RelayConfig is to be sampled now, and if so records
+// that it was.
+func (s *samplers) due(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if last, ok := s.sampled[uid]; ok && now.Sub(last) < sampleEvery {
+		return false
+	}
+	s.sampled[uid] = now
+	return true
+}
+
+func (s *samplers) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sampled, uid)
+}
+
+// pollInterval polls a sampling RelayConfig every sampleEvery
+// (managed.PollIntervalHook), so a relay's traffic shows within a minute.
+func (s *samplers) pollInterval(uid types.UID, poll time.Duration) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sampled[uid]; ok && sampleEvery < poll {
+		return sampleEvery
+	}
+	return poll
+}
+
+// sampleTraffic reads the replica's relay counters when due and records
+// them if they changed. A pod that is not running or does not answer
+// leaves the last sample as it is: counting it is the metric's job
+// (peerrelay_traffic_samples_total), and a condition would be a write.
+func (e *external) sampleTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) {
+	src := mg.Spec.ForProvider.Traffic
+	if e.samplers == nil {
+		return
+	}
+	if src == nil {
+		mg.Status.AtProvider.Traffic = nil
+		e.samplers.forget(mg.GetUID())
+		return
+	}
+	if !e.samplers.due(mg.GetUID()) {
+		return
+	}
+	sample, err := e.readTraffic(ctx, mg.GetNamespace(), src)
+	if err != nil {
+		observeSample(sampleFailed)
+		return
+	}
+	if last := mg.Status.AtProvider.Traffic; last != nil && last.Sessions == sample.Sessions &&
+		last.ForwardedPackets == sample.ForwardedPackets && last.ForwardedBytes == sample.ForwardedBytes {
+		observeSample(sampleUnchanged)
+		return
+	}
+	observeSample(sampleChanged)
+	sample.SampledAt = metav1.NewTime(e.samplers.now())
+	mg.Status.AtProvider.Traffic = &sample
+}
+
+// readTraffic scrapes the pod src names, in namespace ns, on its metrics
+// port.
+func (e *external) readTraffic(ctx context.Context, ns string, src *v1alpha1.TrafficSource) (v1alpha1.TrafficSample, error) {
+	pod := &corev1.Pod{}
+	if err := e.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.Pod}, pod); err != nil {
+		return v1alpha1.TrafficSample{}, err
+	}
+	ip, err := netip.ParseAddr(pod.Status.PodIP)
+	if err != nil || pod.Status.Phase != corev1.PodRunning {
+		return v1alpha1.TrafficSample{}, fmt.Errorf("pod %s is not running with an IP", src.Pod)
+	}
+	return e.samplers.scrape(ctx, netip.AddrPortFrom(ip, uint16(src.Port)))
+}
+
+// scrapeTraffic reads the relay counters from a metrics endpoint.
+func scrapeTraffic(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSample, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr.String()+"/metrics", nil)
+	if err != nil {
+		return v1alpha1.TrafficSample{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return v1alpha1.TrafficSample{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return v1alpha1.TrafficSample{}, fmt.Errorf("metrics answered HTTP %d", resp.StatusCode)
+	}
+	return parseTraffic(io.LimitReader(resp.Body, maxScrape))
+}
+
+// parseTraffic sums the relay counters in a Prometheus text exposition;
+// one without them (metrics of a tailscaled that runs no relay) is an
+// error.
+func parseTraffic(r io.Reader) (v1alpha1.TrafficSample, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return v1alpha1.TrafficSample{}, err
+	}
+	if families[metricForwardedPackets] == nil {
+		return v1alpha1.TrafficSample{}, fmt.Errorf("no %s in the metrics: the pod runs no peer relay", metricForwardedPackets)
+	}
+	var s v1alpha1.TrafficSample
+	s.ForwardedPackets = sum(families[metricForwardedPackets], nil)
+	s.ForwardedBytes = sum(families[metricForwardedBytes], nil)
+	s.Sessions = sum(families[metricEndpoints], map[string]string{"state": "open"})
+	return s, nil
+}
+
+// sum adds the values of a family's series whose labels include match.
+func sum(f *dto.MetricFamily, match map[string]string) int64 {
+	if f == nil {
+		return 0
+	}
+	var total float64
+	for _, m := range f.GetMetric() {
+		if !hasLabels(m, match) {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			total += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			total += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	return int64(total)
+}
+
+func hasLabels(m *dto.Metric, match map[string]string) bool {
+	found := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := match[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(match)
+}

@@ -1,0 +1,152 @@
+package relayconfig
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// relayMetrics is what containerboot serves for a relay that forwarded
+// 120 + 8 packets over two address-family pairs, with one session bound and
+// two allocations waiting: tailscaled's usermetrics, as in net/udprelay.
+const relayMetrics = `# TYPE tailscaled_peer_relay_forwarded_packets_total counter
+# HELP tailscaled_peer_relay_forwarded_packets_total Number of packets forwarded via Peer Relay
+tailscaled_peer_relay_forwarded_packets_total{transport_in="udp4",transport_out="udp4"} 120
+tailscaled_peer_relay_forwarded_packets_total{transport_in="udp6",transport_out="udp4"} 8
+# TYPE tailscaled_peer_relay_forwarded_bytes_total counter
+# HELP tailscaled_peer_relay_forwarded_bytes_total Number of bytes forwarded via Peer Relay
+tailscaled_peer_relay_forwarded_bytes_total{transport_in="udp4",transport_out="udp4"} 15360
+tailscaled_peer_relay_forwarded_bytes_total{transport_in="udp6",transport_out="udp4"} 1024
+# TYPE tailscaled_peer_relay_endpoints gauge
+# HELP tailscaled_peer_relay_endpoints Number of allocated Peer Relay endpoints
+tailscaled_peer_relay_endpoints{state="connecting"} 2
+tailscaled_peer_relay_endpoints{state="open"} 1
+# TYPE tailscaled_health_messages gauge
+tailscaled_health_messages{type="warning"} 0
+`
+
+func TestParseTraffic(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		body    string
+		want    v1alpha1.TrafficSample
+		wantErr string
+	}{
+		"Relay": {
+			reason: "Packets and bytes are summed over every address family; sessions are the open endpoints only.",
+			body:   relayMetrics,
+			want:   v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 128, ForwardedBytes: 16384},
+		},
+		"NoRelay": {
+			reason:  "A tailscaled that runs no relay server exports no relay counters: that is said, not read as zero traffic.",
+			body:    "# TYPE tailscaled_health_messages gauge\ntailscaled_health_messages{type=\"warning\"} 0\n",
+			wantErr: "no tailscaled_peer_relay_forwarded_packets_total in the metrics",
+		},
+		"Garbage": {
+			reason:  "What is not a metrics exposition is an error.",
+			body:    "<html>hello</html>\n",
+			wantErr: "text format parsing error",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseTraffic(strings.NewReader(tc.body))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("%s\nerror %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestSampleTraffic drives one RelayConfig's sampling over time against a
+// pod's metrics endpoint served on loopback: at most once a minute, a
+// sample equal to the last one leaves the status as it is, a pod that is
+// not running keeps the last sample, and turning sampling off clears it.
+func TestSampleTraffic(t *testing.T) {
+	var packets atomic.Int64
+	packets.Store(120)
+	scrapes := atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scrapes.Add(1)
+		_, _ = w.Write([]byte(strings.Replace(relayMetrics, "} 120\n", "} "+strconv.FormatInt(packets.Load(), 10)+"\n", 1)))
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+
+	phase := corev1.PodRunning
+	read := &test.MockClient{MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
+		if key.Namespace != "team-a" || key.Name != "my-relay-0-0" {
+			return kerrors.NewNotFound(schema.GroupResource{Resource: "pods"}, key.Name)
+		}
+		pod := obj.(*corev1.Pod)
+		pod.Status = corev1.PodStatus{Phase: phase, PodIP: "127.0.0.1"}
+		return nil
+	}}
+	now := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	ss := newSamplers()
+	ss.now = func() time.Time { return now }
+	e := &external{read: read, samplers: ss}
+	mg := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Name: "my-relay-0", Namespace: "team-a", UID: "uid"}}
+	mg.Spec.ForProvider.Traffic = &v1alpha1.TrafficSource{Pod: "my-relay-0-0", Port: int32(p)}
+
+	sample := func(packets, bytes int64, at time.Time) *v1alpha1.TrafficSample {
+		return &v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: packets, ForwardedBytes: bytes, SampledAt: metav1.NewTime(at)}
+	}
+	first := now
+	steps := []struct {
+		reason  string
+		after   time.Duration
+		set     func()
+		scrapes int32
+		want    *v1alpha1.TrafficSample
+	}{
+		{reason: "The first reconcile samples.", scrapes: 1, want: sample(128, 16384, first)},
+		{reason: "Within a minute nothing is read.", after: 30 * time.Second, set: func() { packets.Store(500) }, scrapes: 1, want: sample(128, 16384, first)},
+		{reason: "After a minute the new count is recorded.", after: 30 * time.Second, scrapes: 2, want: sample(508, 16384, first.Add(time.Minute))},
+		{reason: "The same counts a minute later change nothing, not even the time.", after: time.Minute, scrapes: 3, want: sample(508, 16384, first.Add(time.Minute))},
+		{reason: "A pod that is not running keeps the last sample.", after: time.Minute, set: func() { phase = corev1.PodPending; packets.Store(900) }, scrapes: 3, want: sample(508, 16384, first.Add(time.Minute))},
+		{reason: "Sampling turned off clears the sample.", after: time.Minute, set: func() { mg.Spec.ForProvider.Traffic = nil }, scrapes: 3},
+	}
+	for _, s := range steps {
+		now = now.Add(s.after)
+		if s.set != nil {
+			s.set()
+		}
+		e.sampleTraffic(t.Context(), mg)
+		if got := scrapes.Load(); got != s.scrapes {
+			t.Errorf("%s\nscrapes: %d, want %d", s.reason, got, s.scrapes)
+		}
+		if diff := cmp.Diff(s.want, mg.Status.AtProvider.Traffic); diff != "" {
+			t.Errorf("%s\nstatus.atProvider.traffic -want +got:\n%s", s.reason, diff)
+		}
+	}
+	if got := ss.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
+		t.Errorf("a RelayConfig no longer sampling is polled every %s, want 10m", got)
+	}
+}
