@@ -71,6 +71,7 @@ func TestCrossplane(t *testing.T) {
 	t.Run("Delete", func(t *testing.T) { s.deletion(ctx, t) })
 	t.Run("DeleteNamespace", func(t *testing.T) { s.deleteNamespace(ctx, t) })
 	t.Run("Quiet", func(t *testing.T) { s.quiet(ctx, t) })
+	t.Run("QuietSampling", func(t *testing.T) { s.quietSampling(ctx, t) })
 	t.Run("ProviderFromImage", func(t *testing.T) { s.providerFromImage(ctx, t) })
 }
 

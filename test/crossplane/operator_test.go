@@ -1,7 +1,6 @@
 package crossplane
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -105,15 +104,7 @@ func (s *system) startOperator(t testing.TB) {
 	if err := r.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the operator's manager: %v", err)
-		}
-	})
+	harness.RunManager(t, "the operator's manager", mgr)
 }
 
 // applyOperatorPeerRelay applies one of the operator's (cluster-scoped)

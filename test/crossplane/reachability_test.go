@@ -224,20 +224,39 @@ func (s *system) providerScrape(ctx context.Context) (string, error) {
 
 // probesAnswered is the provider's count of probes every endpoint answered.
 func (s *system) probesAnswered(ctx context.Context, t *testing.T) float64 {
+	return s.providerCounter(ctx, t, `peerrelay_probes_total{outcome="answered"}`)
+}
+
+// providerCounter is a series of the provider's metrics summed over its
+// pods: only the leader reconciles, the others export the series at zero.
+// A provider pod with no such series fails the test.
+func (s *system) providerCounter(ctx context.Context, t *testing.T, series string) float64 {
 	t.Helper()
-	body, err := s.providerScrape(ctx)
-	if err != nil {
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(xpharness.CrossplaneNamespace)); err != nil {
 		t.Fatal(err)
 	}
-	for l := range strings.Lines(body) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), `peerrelay_probes_total{outcome="answered"} `); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
+	total, found := 0.0, false
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, providerName) || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		body, err := scrapeMetrics(ctx, p.Status.PodIP, 8080)
+		if err != nil {
+			continue // a pod going away
+		}
+		for l := range strings.Lines(body) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), series+" "); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				total, found = total+n, true
 			}
-			return n
 		}
 	}
-	t.Fatalf("no peerrelay_probes_total{outcome=\"answered\"} in the provider's metrics")
-	return 0
+	if !found {
+		t.Fatalf("no provider pod exports %s", series)
+	}
+	return total
 }

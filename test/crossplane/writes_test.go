@@ -304,3 +304,51 @@ func (s *system) reportErrors(t testing.TB) {
 		}
 	}
 }
+
+// quietSampling: with metrics on, the provider samples each replica's
+// relay counters once a minute; after the first sample, a relay that
+// carries nothing is sampled again and its RelayConfig is not written.
+func (s *system) quietSampling(ctx context.Context, t *testing.T) {
+	const ns, name = "team-qs", "sampled"
+	s.namespaceWithKey(t, ns)
+	s.applyPeerRelay(t, ns, name, "replicas: 1\nauthKeySecretRef: {name: tailscale-auth}\nmetrics: {enable: true}")
+	s.waitReady(ctx, t, ns, name, 90*time.Second)
+	// Converged: the device recorded and the first sample taken (the pod
+	// may not run yet at the first reconcile; the next is a minute later).
+	harness.Eventually(t, 150*time.Second, "the replica's device and first traffic sample", func(context.Context) error {
+		rc, err := s.Get(ctx, relayAPI, "RelayConfig", ns, relayConfigName(name, 0))
+		if err != nil {
+			return err
+		}
+		if id, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "deviceID"); id == "" {
+			return fmt.Errorf("no device ID yet")
+		}
+		traffic, ok, _ := unstructured.NestedMap(rc.Object, "status", "atProvider", "traffic")
+		if !ok {
+			return fmt.Errorf("no traffic sample yet")
+		}
+		t.Logf("first sample: %v", traffic)
+		return nil
+	})
+	time.Sleep(5 * time.Second)
+	converged, unchanged := s.writes.relayConfigWrites(ns), s.trafficSamples(ctx, t, "unchanged")
+	// A sample is due every minute: this window holds at least one.
+	time.Sleep(75 * time.Second)
+	if n := s.trafficSamples(ctx, t, "unchanged"); n <= unchanged {
+		t.Errorf("no unchanged sample in 75 s (%v before, %v after): the window proves nothing", unchanged, n)
+	}
+	for k, n := range s.writes.relayConfigWrites(ns) {
+		if n != converged[k] {
+			t.Errorf("RelayConfig %s written %d more times in 75 s with its relay carrying nothing", k, n-converged[k])
+		}
+	}
+	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=120s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// trafficSamples is the provider's count of traffic samples with the given
+// outcome.
+func (s *system) trafficSamples(ctx context.Context, t *testing.T, outcome string) float64 {
+	return s.providerCounter(ctx, t, `peerrelay_traffic_samples_total{outcome="`+outcome+`"}`)
+}

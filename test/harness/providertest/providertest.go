@@ -179,15 +179,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err := provider.Setup(mgr, co); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("the provider's manager stopped with: %v", err)
-		}
-	})
+	harness.RunManager(t, "the provider's manager", mgr)
 
 	c, err := client.New(api.Config, client.Options{Scheme: scheme})
 	if err != nil {
