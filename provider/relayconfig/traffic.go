@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -98,7 +99,8 @@ func (e *external) sampleTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) 
 		e.samplers.forget(mg.GetUID())
 		return
 	}
-	if !e.samplers.due(mg.GetUID()) {
+	if meta.WasDeleted(mg) || !e.samplers.due(mg.GetUID()) {
+		// A replica being deleted is not sampled again (Delete forgets it).
 		return
 	}
 	sample, err := e.readTraffic(ctx, mg.GetNamespace(), src)
