@@ -41,6 +41,11 @@ func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*re
 	if spec.Port != nil {
 		r.Port = *spec.Port
 	}
+	if spec.Service != nil && spec.Service.Port != nil {
+		// The operator's name for spec.port; validate refuses the two
+		// disagreeing.
+		r.Port = *spec.Service.Port
+	}
 	switch {
 	case len(spec.Tags) > 0:
 		for _, t := range spec.Tags {

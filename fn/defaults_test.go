@@ -63,6 +63,16 @@ func TestDefaults(t *testing.T) {
 				w.authKey = &v1alpha1.SecretKeyRef{Name: "ts-auth", Key: v1alpha1.DefaultAuthKeySecretKey}
 			}),
 		},
+		"ServicePort": {
+			reason: "spec.service.port, the Tailscale operator's name for the port, sets it as spec.port does.",
+			xr:     inputs{Name: "my-relay", Namespace: "team-a"},
+			spec:   v1alpha1.PeerRelaySpec{Service: &v1alpha1.ServiceSpec{Port: ptr.To[int32](6969)}},
+			in:     input,
+			want: with(func(w *want) {
+				w.port, w.tags, w.image = 6969, []string{"tag:platform"}, input.Image
+				w.providerConfig = providerConfigRef{Kind: relayv1alpha1.ProviderConfigKind, Name: "team"}
+			}),
+		},
 		"LegacyClaim": {
 			reason: "A cluster-scoped XPeerRelay composes into its claim's namespace, under its claim's name.",
 			xr:     inputs{Name: "my-relay-x7k2p", ClaimName: "my-relay", ClaimNamespace: "team-a"},

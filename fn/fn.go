@@ -273,6 +273,7 @@ func compose(r *relay) []keyedObject {
 	if r.composable(keyRoleBinding) {
 		objs = append(objs, keyedObject{keyRoleBinding, roleBinding(r)})
 	}
+	objs = append(objs, keyedObject{keyDisruptionBudget, disruptionBudget(r)})
 	for i := range r.Replicas {
 		switch {
 		case !r.composable(statefulSetKey(i)):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -133,12 +134,19 @@ func service(r *relay, i int) *corev1.Service {
 	} else {
 		m.Annotations = serviceAnnotations(r, i)
 	}
+	// Both families where the cluster has both: a dual-stack load balancer
+	// then gets an IPv6 address too, and the replica advertises it.
+	families := corev1.IPFamilyPolicyPreferDualStack
+	if s := r.Spec.Service; s != nil && s.IPFamilyPolicy != nil {
+		families = *s.IPFamilyPolicy
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: m,
 		Spec: corev1.ServiceSpec{
-			Type:     typ,
-			Selector: map[string]string{labelPodName: podName(r, i)},
+			Type:           typ,
+			IPFamilyPolicy: &families,
+			Selector:       map[string]string{labelPodName: podName(r, i)},
 			Ports: []corev1.ServicePort{{
 				Name: servicePortName, Protocol: corev1.ProtocolUDP,
 				Port: r.Port, TargetPort: intstr.FromInt32(r.Port),
@@ -257,6 +265,9 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
 		spec.Containers[0].Ports[0].Name = metricsPortName
 	}
+	if e, ok := gomaxprocs(spec.Containers[0].Resources); ok && !slices.ContainsFunc(pod.Env, func(e corev1.EnvVar) bool { return e.Name == envGOMAXPROCS }) {
+		spec.Containers[0].Env = append(spec.Containers[0].Env, e)
+	}
 	spec.Containers[0].Env = append(spec.Containers[0].Env, pod.Env...)
 	m := meta(r, name, commonLabels(r))
 	if len(pod.StatefulSetLabels) > 0 {
@@ -279,6 +290,29 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			},
 		},
 	}
+}
+
+const envGOMAXPROCS = "GOMAXPROCS"
+
+// gomaxprocs sizes tailscaled's Go runtime to the container's CPU, through
+// the downward API, rounded up to whole CPUs: its limit when it has one,
+// else its request (none without either). Go follows a CPU limit by itself
+// but not a request: a relay requesting a tenth of a 96-core node would run
+// 96 Ps and hold memory for each. An env GOMAXPROCS of the user's
+// (spec.pod, a ProxyClass) wins.
+func gomaxprocs(res corev1.ResourceRequirements) (corev1.EnvVar, bool) {
+	var from string
+	switch {
+	case !res.Limits.Cpu().IsZero():
+		from = "limits.cpu"
+	case !res.Requests.Cpu().IsZero():
+		from = "requests.cpu"
+	default:
+		return corev1.EnvVar{}, false
+	}
+	return corev1.EnvVar{Name: envGOMAXPROCS, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+		ContainerName: containerName, Resource: from, Divisor: resource.MustParse("1"),
+	}}}, true
 }
 
 // inZone adds "in zone" to the pods' required node affinity, keeping the

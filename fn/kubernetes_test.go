@@ -2,6 +2,7 @@ package fn
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,14 +46,20 @@ func TestRole(t *testing.T) {
 	}
 }
 
+func gomaxprocsFrom(res string) corev1.EnvVar {
+	return corev1.EnvVar{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+		ContainerName: containerName, Resource: res, Divisor: resource.MustParse("1")}}}
+}
+
 func TestService(t *testing.T) {
 	base := func(typ corev1.ServiceType, annotations map[string]string) *corev1.Service {
 		return &corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: metav1.ObjectMeta{Name: "my-relay-1", Namespace: "team-a", Labels: labels1, Annotations: annotations},
 			Spec: corev1.ServiceSpec{
-				Type:     typ,
-				Selector: map[string]string{labelPodName: "my-relay-1-0"},
+				Type:           typ,
+				IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack),
+				Selector:       map[string]string{labelPodName: "my-relay-1-0"},
 				Ports: []corev1.ServicePort{{Name: servicePortName, Protocol: corev1.ProtocolUDP,
 					Port: 41641, TargetPort: intstr.FromInt32(41641)}},
 			},
@@ -89,6 +96,18 @@ func TestService(t *testing.T) {
 			want: func() *corev1.Service {
 				s := base(corev1.ServiceTypeLoadBalancer, map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "true", "x": "y"})
 				s.Spec.Ports[0].Port, s.Spec.Ports[0].TargetPort = 7001, intstr.FromInt32(7001)
+				return s
+			}(),
+		},
+		"SingleStack": {
+			reason: "spec.service.ipFamilyPolicy replaces the PreferDualStack default.",
+			r: testRelay(t, func(r *relay) {
+				r.Cloud = fnv1alpha1.CloudAzure
+				r.Spec.Service = &v1alpha1.ServiceSpec{IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack)}
+			}),
+			want: func() *corev1.Service {
+				s := base(corev1.ServiceTypeLoadBalancer, azureAnnotations)
+				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
 				return s
 			}(),
 		},
@@ -158,6 +177,7 @@ func TestReplicaStatefulSet(t *testing.T) {
 								{Name: "TS_EXPERIMENTAL_VERSIONED_CONFIG_DIR", Value: "/etc/tsconfig/my-relay-1"},
 								{Name: "TS_ENABLE_HEALTH_CHECK", Value: "true"},
 								{Name: "TS_USERSPACE", Value: "true"},
+								gomaxprocsFrom("requests.cpu"),
 							},
 							Ports: []corev1.ContainerPort{
 								{Name: "healthz", ContainerPort: 9002, Protocol: corev1.ProtocolTCP},
@@ -181,7 +201,8 @@ func TestReplicaStatefulSet(t *testing.T) {
 	}
 	// metricsOn is want with containerboot's /metrics on.
 	metricsOn := want()
-	metricsOn.Spec.Template.Spec.Containers[0].Env = append(metricsOn.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
+	env := &metricsOn.Spec.Template.Spec.Containers[0].Env
+	*env = slices.Insert(*env, len(*env)-1, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
 	metricsOn.Spec.Template.Spec.Containers[0].Ports[0].Name = "metrics"
 	cases := map[string]struct {
 		reason string
@@ -279,6 +300,34 @@ func TestReplicaStatefulSet(t *testing.T) {
 				tmpl.Annotations = map[string]string{"a": "b"}
 				tmpl.Spec.NodeSelector = map[string]string{"pool": "edge"}
 				tmpl.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
+				// No CPU asked for: Go's own default.
+				env := &tmpl.Spec.Containers[0].Env
+				*env = (*env)[:len(*env)-1]
+				return s
+			}(),
+		},
+		"GOMAXPROCSFromLimit": {
+			reason: "With a CPU limit, GOMAXPROCS is the limit rounded up, from the downward API.",
+			r: testRelay(t, func(r *relay) {
+				r.Pod.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}
+			}),
+			want: func() *appsv1.StatefulSet {
+				s := want()
+				c := &s.Spec.Template.Spec.Containers[0]
+				c.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}
+				c.Env[len(c.Env)-1] = gomaxprocsFrom("limits.cpu")
+				return s
+			}(),
+		},
+		"GOMAXPROCSOfTheUser": {
+			reason: "A GOMAXPROCS the user sets (a ProxyClass's env) replaces ours rather than sit beside it.",
+			r: testRelay(t, func(r *relay) {
+				r.Pod.Env = []corev1.EnvVar{{Name: "GOMAXPROCS", Value: "4"}}
+			}),
+			want: func() *appsv1.StatefulSet {
+				s := want()
+				c := &s.Spec.Template.Spec.Containers[0]
+				c.Env[len(c.Env)-1] = corev1.EnvVar{Name: "GOMAXPROCS", Value: "4"}
 				return s
 			}(),
 		},

@@ -79,6 +79,9 @@ type replicaObservation struct {
 	// lbAddress: the replica's load balancer has an address (static
 	// endpoints alone do not count: no load balancer may exist yet).
 	lbAddress bool
+	// staticOnly: the provider advertises the replica's static endpoints
+	// and no load balancer address.
+	staticOnly bool
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
 	// DeviceCleanup condition, providerConfig its ProviderConfigUsable,
 	// reachable its Reachable (Status "" when the provider does not probe).
@@ -112,6 +115,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		at := atProvider(rc)
 		ro.traffic = at.Traffic
 		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
+		ro.staticOnly = at.Source == relayv1alpha1.SourceStatic && len(at.Endpoints) > 0
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.

@@ -17,8 +17,10 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 	}
 	if i, ok := indexed(key, keyPrefixService); ok {
 		// A ClusterIP Service (load balancers composed as managed
-		// resources) never gets an ingress: it is ready once it exists.
-		return readyIf(r.managedLoadBalancers() || (i < len(s.replicas) && s.replicas[i].serviceReady))
+		// resources) never gets an ingress: it is ready once it exists. So
+		// is one whose replica advertises static endpoints alone: no load
+		// balancer may ever come (a port forward to a node, bare metal).
+		return readyIf(r.managedLoadBalancers() || (i < len(s.replicas) && (s.replicas[i].serviceReady || s.replicas[i].staticOnly)))
 	}
 	if i, ok := indexed(key, keyPrefixRelayConfig); ok {
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)

@@ -66,10 +66,11 @@ func summarise(r *relay, o observedState) summary {
 		}
 		sort.Strings(rs.Endpoints)
 		s.status.Endpoints = append(s.status.Endpoints, ro.endpoints...)
-		// A replica counts once its config advertises its load balancer's
-		// address (its RelayConfig is Ready), not when the load balancer
-		// has one, nor for static endpoints alone.
-		advertised := len(ro.endpoints) > 0 && ro.configReady && ro.lbAddress
+		// A replica counts once its config advertises an endpoint (its
+		// RelayConfig is Ready), not when the load balancer has one. As in
+		// the Tailscale operator, static endpoints alone count: a relay
+		// behind a port forward has no load balancer of its own.
+		advertised := len(ro.endpoints) > 0 && ro.configReady
 		if advertised {
 			s.withEndpoints++
 		}
@@ -95,7 +96,7 @@ func summarise(r *relay, o observedState) summary {
 			unproven++
 		}
 		rs.Ready = advertised && ro.podReady && rs.Reachable != corev1.ConditionFalse
-		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady, advertised)
+		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady || ro.staticOnly, advertised)
 		if rs.Ready {
 			readyReplicas++
 		}
@@ -149,7 +150,7 @@ func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
 	case !addressed:
 		return "waiting for its load balancer's address"
 	case !advertised:
-		return "waiting for its config to advertise the load balancer's address"
+		return "waiting for its config to advertise its address"
 	case !ro.podReady:
 		return "waiting for its pod to be ready"
 	case ro.reachable.Status == corev1.ConditionFalse:

@@ -138,7 +138,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				addresses:     "203.0.113.10 203.0.113.11",
 				ready:         map[string]fnv1.Ready{"relayconfig-1": fnv1.Ready_READY_FALSE, "service-1": fnv1.Ready_READY_TRUE},
 				readyReplicas: "1/2",
-				waits:         []string{"", "waiting for its config to advertise the load balancer's address"},
+				waits:         []string{"", "waiting for its config to advertise its address"},
 			},
 		},
 	}
@@ -278,8 +278,13 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			wantReachable: "0/1",
 		},
 		"StaticOnly": {
-			reason:     "Static endpoints alone are no public address: no load balancer may exist yet.",
+			reason:     "Static endpoints alone count, as in the Tailscale operator: a relay behind a port forward has no load balancer of its own.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("static"), "statefulset-0": pod},
+			wantReason: reasonReady,
+		},
+		"StaticOnlyNotYetWritten": {
+			reason:     "Static endpoints the provider has not yet written into the config do not count.",
+			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions:\n  - {type: Ready, status: \"False\", reason: Unavailable, lastTransitionTime: \"2026-01-01T00:00:00Z\"}", "statefulset-0": pod},
 			wantReason: reasonEndpointsPending,
 			wantMsg:    "0 of 1 replicas advertise a public address",
 		},

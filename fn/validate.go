@@ -5,9 +5,12 @@ import (
 	"net/netip"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -58,9 +61,14 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 			errs = append(errs, field.Invalid(spec.Child("hostnamePrefix"), p, fmt.Sprintf("makes hostnames of %d characters (%s-%d); the limit is 63", n, p, replicas-1)))
 		}
 	}
-	if s.Port != nil {
-		for _, msg := range validation.IsValidPortNum(int(*s.Port)) {
-			errs = append(errs, field.Invalid(spec.Child("port"), *s.Port, "a UDP port "+msg))
+	errs = append(errs, validatePort(spec.Child("port"), s.Port)...)
+	if svc := s.Service; svc != nil {
+		errs = append(errs, validatePort(spec.Child("service", "port"), svc.Port)...)
+		if s.Port != nil && svc.Port != nil && *s.Port != *svc.Port {
+			errs = append(errs, field.Invalid(spec.Child("service", "port"), *svc.Port, fmt.Sprintf("spec.port is %d: the two name the same UDP port, set one of them", *s.Port)))
+		}
+		if p := svc.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
+			errs = append(errs, field.NotSupported(spec.Child("service", "ipFamilyPolicy"), *p, ipFamilyPolicies))
 		}
 	}
 	if r := s.AuthKeySecretRef; r != nil {
@@ -77,9 +85,41 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 		errs = append(errs, field.Invalid(spec.Child("pod", "image"), s.Pod.Image, "must not contain white space"))
 	}
 	errs = append(errs, validateStaticEndpoints(spec.Child("staticEndpoints"), s.StaticEndpoints)...)
+	if b := s.DisruptionBudget; b != nil && b.MaxUnavailable != nil {
+		errs = append(errs, validateMaxUnavailable(spec.Child("disruptionBudget", "maxUnavailable"), *b.MaxUnavailable)...)
+	}
 	nonAWS := len(errs)
 	errs = append(errs, validateAWS(spec.Child("aws"), s, replicas)...)
 	return errs, nonAWS == 0 && len(errs) > 0
+}
+
+var ipFamilyPolicies = []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}
+
+// validateMaxUnavailable refuses a budget that blocks every drain (0, 0%)
+// and what the disruption controller cannot read.
+func validateMaxUnavailable(path *field.Path, v intstr.IntOrString) field.ErrorList {
+	const msg = "must be at least 1 or a percentage from 1% to 100%: 0 would block every node drain"
+	if v.Type == intstr.Int {
+		if v.IntVal < 1 {
+			return field.ErrorList{field.Invalid(path, v.IntVal, msg)}
+		}
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	if !strings.HasSuffix(v.StrVal, "%") || err != nil || n < 1 || n > 100 {
+		return field.ErrorList{field.Invalid(path, v.StrVal, msg)}
+	}
+	return nil
+}
+
+func validatePort(path *field.Path, port *int32) (errs field.ErrorList) {
+	if port == nil {
+		return nil
+	}
+	for _, msg := range validation.IsValidPortNum(int(*port)) {
+		errs = append(errs, field.Invalid(path, *port, "a UDP port "+msg))
+	}
+	return errs
 }
 
 func validateStaticEndpoints(path *field.Path, eps []string) (errs field.ErrorList) {

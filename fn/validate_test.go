@@ -1,6 +1,8 @@
 package fn
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -40,6 +42,39 @@ func TestValidate(t *testing.T) {
 				field.Invalid(field.NewPath("spec", "staticEndpoints").Index(0), nil, ""),
 				field.Duplicate(field.NewPath("spec", "staticEndpoints").Index(2), nil),
 			},
+		},
+		"ServicePort": {
+			reason: "spec.service.port is spec.port under the operator's name: the two may not disagree, and each is a port.",
+			spec: v1alpha1.PeerRelaySpec{Port: ptr.To[int32](41641), Service: &v1alpha1.ServiceSpec{
+				Port: ptr.To[int32](6969), IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicy("TripleStack")),
+			}},
+			want: field.ErrorList{
+				field.Invalid(field.NewPath("spec", "service", "port"), nil, ""),
+				field.NotSupported[string](field.NewPath("spec", "service", "ipFamilyPolicy"), nil, nil),
+			},
+		},
+		"ServicePortOutOfRange": {
+			reason: "spec.service.port out of range names its own field.",
+			spec:   v1alpha1.PeerRelaySpec{Service: &v1alpha1.ServiceSpec{Port: ptr.To[int32](70000)}},
+			want:   field.ErrorList{field.Invalid(field.NewPath("spec", "service", "port"), nil, "")},
+		},
+		"ServicePortEqual": {
+			reason: "Both set to one port is valid.",
+			spec:   v1alpha1.PeerRelaySpec{Port: ptr.To[int32](6969), Service: &v1alpha1.ServiceSpec{Port: ptr.To[int32](6969)}},
+		},
+		"DisruptionBudget": {
+			reason: "A budget of 0 (or 0%, or no percentage at all) would block every drain: refused, naming the field.",
+			spec:   v1alpha1.PeerRelaySpec{DisruptionBudget: &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromString("0%"))}},
+			want:   field.ErrorList{field.Invalid(field.NewPath("spec", "disruptionBudget", "maxUnavailable"), nil, "")},
+		},
+		"DisruptionBudgetZero": {
+			reason: "maxUnavailable 0 is refused.",
+			spec:   v1alpha1.PeerRelaySpec{DisruptionBudget: &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+			want:   field.ErrorList{field.Invalid(field.NewPath("spec", "disruptionBudget", "maxUnavailable"), nil, "")},
+		},
+		"DisruptionBudgetPercent": {
+			reason: "A percentage from 1% to 100% is valid.",
+			spec:   v1alpha1.PeerRelaySpec{DisruptionBudget: &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromString("50%"))}},
 		},
 		"AWSOnly": {
 			reason: "Problems only under spec.aws are AWS configuration problems.",

@@ -40,7 +40,7 @@ const ns = "team-a"
 // fakeDNS answers A lookups from a map; a missing name is a failure.
 type fakeDNS map[string][]netip.Addr
 
-func (d fakeDNS) LookupA(_ context.Context, host string) ([]netip.Addr, error) {
+func (d fakeDNS) LookupIP(_ context.Context, host string) ([]netip.Addr, error) {
 	a, ok := d[host]
 	if !ok {
 		return nil, errors.New("SERVFAIL")

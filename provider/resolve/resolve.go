@@ -1,5 +1,5 @@
 // Package resolve finds a relay replica's public endpoints: its Service's
-// load balancer ingress IPs, the A records of an ingress hostname, or, for
+// load balancer ingress IPs, the A and AAAA records of an ingress hostname, or, for
 // an AWS NLB, the per-zone addresses the ELBv2 API reports.
 package resolve
 
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 	"github.com/peerrelay/peerrelay/provider/endpoint"
 )
 
-// HostResolver looks up every IPv4 address of a hostname.
+// HostResolver looks up every address, IPv4 and IPv6, of a hostname.
 type HostResolver interface {
-	LookupA(ctx context.Context, host string) ([]netip.Addr, error)
+	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // LoadBalancerAddresser returns an AWS load balancer's public addresses.
@@ -65,9 +66,15 @@ func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.
 	}
 	port := uint16(p.Port)
 	for _, a := range addrs {
+		// A static entry for an address the load balancer provides says
+		// which port reaches it (a port forward, a NAT): its port wins,
+		// as in the Tailscale operator.
+		if slices.ContainsFunc(static, func(s netip.AddrPort) bool { return s.Addr() == a }) {
+			continue
+		}
 		res.Endpoints = append(res.Endpoints, netip.AddrPortFrom(a, port))
 	}
-	if len(res.Endpoints) == 0 && len(static) > 0 {
+	if len(addrs) == 0 && len(static) > 0 {
 		res.Source = v1alpha1.SourceStatic
 	}
 	res.Endpoints = endpoint.Normalize(append(res.Endpoints, static...))
@@ -130,7 +137,7 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 	}
 	var out []netip.Addr
 	for _, h := range hosts {
-		addrs, err := r.DNS.LookupA(ctx, h)
+		addrs, err := r.DNS.LookupIP(ctx, h)
 		if err != nil {
 			return nil, fmt.Errorf("DNS lookup of %s: %w", h, err)
 		}

@@ -40,6 +40,8 @@ func TestResolve(t *testing.T) {
 	const nlb = "k8s-teama-myrelay0-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com"
 	d.Set(nlb, "203.0.113.30", "203.0.113.10", "203.0.113.20")
 	d.Set("relay.example.test", "198.51.100.7")
+	d.Set("dualstack.example.test", "2001:db8::20", "198.51.100.20", "2001:db8::10")
+	d.Set("v6only.example.test", "2001:db8::30")
 
 	type want struct {
 		endpoints []string
@@ -70,6 +72,30 @@ func TestResolve(t *testing.T) {
 			svc:    svcWith(corev1.LoadBalancerIngress{Hostname: "relay.example.test"}),
 			p:      v1alpha1.RelayConfigParameters{Port: 41641, StaticEndpoints: []string{"192.0.2.1:9999", "198.51.100.7:41641"}},
 			want:   want{endpoints: []string{"192.0.2.1:9999", "198.51.100.7:41641"}, source: v1alpha1.SourceDNS},
+		},
+		"HostnameDualStack": {
+			reason: "A dual-stack load balancer's name has A and AAAA records: every address of both families is advertised.",
+			svc:    svcWith(corev1.LoadBalancerIngress{Hostname: "dualstack.example.test"}),
+			p:      v1alpha1.RelayConfigParameters{Port: 41641},
+			want:   want{endpoints: []string{"198.51.100.20:41641", "[2001:db8::10]:41641", "[2001:db8::20]:41641"}, source: v1alpha1.SourceDNS},
+		},
+		"HostnameIPv6Only": {
+			reason: "A name with only AAAA records resolves (its A query answers no data, which is not a failure).",
+			svc:    svcWith(corev1.LoadBalancerIngress{Hostname: "v6only.example.test"}),
+			p:      v1alpha1.RelayConfigParameters{Port: 41641},
+			want:   want{endpoints: []string{"[2001:db8::30]:41641"}, source: v1alpha1.SourceDNS},
+		},
+		"IngressIPsBothFamilies": {
+			reason: "A dual-stack Service's ingress has an IPv4 and an IPv6 address: both are advertised.",
+			svc:    svcWith(corev1.LoadBalancerIngress{IP: "203.0.113.5"}, corev1.LoadBalancerIngress{IP: "2001:db8::5"}),
+			p:      v1alpha1.RelayConfigParameters{Port: 41641},
+			want:   want{endpoints: []string{"203.0.113.5:41641", "[2001:db8::5]:41641"}, source: v1alpha1.SourceIngressIP},
+		},
+		"StaticPortWins": {
+			reason: "A static entry naming the load balancer's own address (a port forward to it) replaces the default-port endpoint for that address: its port wins.",
+			svc:    svcWith(corev1.LoadBalancerIngress{IP: "203.0.113.5"}, corev1.LoadBalancerIngress{IP: "2001:db8::5"}),
+			p:      v1alpha1.RelayConfigParameters{Port: 41641, StaticEndpoints: []string{"203.0.113.5:6969", "192.0.2.1:6969"}},
+			want:   want{endpoints: []string{"192.0.2.1:6969", "203.0.113.5:6969", "[2001:db8::5]:41641"}, source: v1alpha1.SourceIngressIP},
 		},
 		"StaticOnly": {
 			reason: "Without a Service the static endpoints are the answer.",
@@ -144,19 +170,24 @@ func TestDNSFaults(t *testing.T) {
 	r := DNSResolver{Server: d.Addr}
 
 	d.SetMode(cloud.DNSServFail)
-	if _, err := r.LookupA(context.Background(), "relay.example.test"); err == nil || !strings.Contains(err.Error(), "SERVFAIL") {
+	if _, err := r.LookupIP(context.Background(), "relay.example.test"); err == nil || !strings.Contains(err.Error(), "SERVFAIL") {
 		t.Errorf("SERVFAIL: want an error naming SERVFAIL, got %v", err)
 	}
 
 	d.SetMode(cloud.DNSSilent)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.LookupA(ctx, "relay.example.test"); err == nil {
+	if _, err := r.LookupIP(ctx, "relay.example.test"); err == nil {
 		t.Error("a silent server: want a timeout error, got none")
 	}
 
+	d.SetMode(cloud.DNSAAAAServFail)
+	if _, err := r.LookupIP(context.Background(), "relay.example.test"); err == nil || !strings.Contains(err.Error(), "SERVFAIL to AAAA") {
+		t.Errorf("A answered, AAAA SERVFAIL: want an error (a caller keeps its last good set rather than drop a family), got %v", err)
+	}
+
 	d.SetMode(cloud.DNSAnswer)
-	got, err := r.LookupA(context.Background(), "relay.example.test")
+	got, err := r.LookupIP(context.Background(), "relay.example.test")
 	if err != nil || len(got) != 1 || got[0] != netip.MustParseAddr("198.51.100.7") {
 		t.Errorf("after recovery: want 198.51.100.7, got %v, %v", got, err)
 	}

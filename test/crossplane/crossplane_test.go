@@ -65,6 +65,7 @@ func TestCrossplane(t *testing.T) {
 	t.Run("Scale", func(t *testing.T) { s.scale(ctx, t) })
 	t.Run("SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
 	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
+	t.Run("Modes", func(t *testing.T) { s.modes(ctx, t) })
 	t.Run("BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
 	t.Run("MinimalNoKey", func(t *testing.T) { s.minimalNoKey(ctx, t) })
 	t.Run("TailnetUnavailable", func(t *testing.T) { s.tailnetUnavailable(ctx, t) })

@@ -3,10 +3,12 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -17,11 +19,19 @@ import (
 )
 
 // cloud stands in for what a cluster in a cloud has and this one does not:
-// a cloud controller that gives every LoadBalancer Service an ingress IP.
-// It only writes status, as one would. (The pods run on kubelet.Node.) It
-// follows Services through a watch, as a controller does: a list every
-// fraction of a second would load the API server with every Service of a
-// scale benchmark.
+// a load balancer controller that gives every LoadBalancer Service an
+// ingress address. It only writes status, as one would. (The pods run on
+// kubelet.Node.) It follows Services through a watch, as a controller does:
+// a list every fraction of a second would load the API server with every
+// Service of a scale benchmark.
+//
+// It hands out addresses as MetalLB does from its pools, named by a
+// Service's metallb.io/address-pool annotation: the default pool is IPv4
+// only; pool "dual-stack" also gives an IPv6 address to a Service whose
+// spec.ipFamilies has IPv6; any other pool is one it does not have. No pool
+// serves namespace team-edge (MetalLB's serviceAllocation.namespaces): a
+// Service there, or naming an unknown pool, stays pending, as on a cluster
+// without a load balancer for it.
 type cloud struct {
 	c  client.Client
 	cs kubernetes.Interface
@@ -29,6 +39,14 @@ type cloud struct {
 	mu        sync.Mutex
 	addresses map[string]string // namespace/name: a replaced load balancer's address
 }
+
+// Address pools (metallb.io/address-pool).
+const (
+	annotationPool = "metallb.io/address-pool"
+	poolDualStack  = "dual-stack"
+	// namespaceNoPool is served by no pool.
+	namespaceNoPool = "team-edge"
+)
 
 // setAddress gives Service ns/name a new load balancer address, as when its
 // NLB is replaced, and writes it at once.
@@ -46,14 +64,19 @@ func (cl *cloud) setAddress(ctx context.Context, ns, name, ip string) error {
 	return cl.assign(ctx, svc)
 }
 
-// lbAddress is the ingress IP for replica i's Service: 203.0.113.(10+i),
-// the addresses the README shows.
-func (cl *cloud) lbAddress(svc *corev1.Service) string {
+// lbAddresses are the ingress IPs for replica i's Service: 203.0.113.(10+i),
+// the addresses the README shows, and 2001:db8::(10+i) from the dual-stack
+// pool.
+func (cl *cloud) lbAddresses(svc *corev1.Service) []string {
+	pool := svc.Annotations[annotationPool]
+	if (pool != "" && pool != poolDualStack) || svc.Namespace == namespaceNoPool {
+		return nil
+	}
 	cl.mu.Lock()
 	ip, ok := cl.addresses[svc.Namespace+"/"+svc.Name]
 	cl.mu.Unlock()
 	if ok {
-		return ip
+		return []string{ip}
 	}
 	replica, ok := svc.Labels["peerrelay.io/replica"]
 	if !ok { // the Tailscale operator's (BenchmarkSideBySide)
@@ -61,9 +84,13 @@ func (cl *cloud) lbAddress(svc *corev1.Service) string {
 	}
 	i, err := strconv.Atoi(replica)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("203.0.113.%d", 10+i)
+	out := []string{fmt.Sprintf("203.0.113.%d", 10+i)}
+	if pool == poolDualStack && slices.Contains(svc.Spec.IPFamilies, corev1.IPv6Protocol) {
+		out = append(out, fmt.Sprintf("2001:db8::%d", 10+i))
+	}
+	return out
 }
 
 // run reconciles every Service it is told of until ctx ends.
@@ -76,16 +103,20 @@ func (cl *cloud) run(ctx context.Context) {
 	}, nil)
 }
 
-// assign writes the Service's load balancer address when it lacks it.
+// assign writes the Service's load balancer addresses when it lacks them.
 func (cl *cloud) assign(ctx context.Context, svc *corev1.Service) error {
-	ip := cl.lbAddress(svc)
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || ip == "" {
+	ips := cl.lbAddresses(svc)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(ips) == 0 {
 		return nil
 	}
-	if ing := svc.Status.LoadBalancer.Ingress; len(ing) == 1 && ing[0].IP == ip {
+	ingress := make([]corev1.LoadBalancerIngress, len(ips))
+	for i, ip := range ips {
+		ingress[i].IP = ip
+	}
+	if equality.Semantic.DeepEqual(svc.Status.LoadBalancer.Ingress, ingress) {
 		return nil
 	}
 	orig := svc.DeepCopy()
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	svc.Status.LoadBalancer.Ingress = ingress
 	return cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
 }

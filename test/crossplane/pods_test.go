@@ -247,6 +247,13 @@ func (s *system) localClient(t *testing.T, ns, pod string) *local.Client {
 // advertising want, and returns its node key.
 func (s *system) waitRelayPrefs(t *testing.T, lc *local.Client, want []netip.AddrPort) key.NodePublic {
 	t.Helper()
+	return s.waitRelayPrefsOn(t, lc, relayPort, want)
+}
+
+// waitRelayPrefsOn waits until tailscaled runs as a peer relay on port
+// advertising want (in order), and returns its node key.
+func (s *system) waitRelayPrefsOn(t *testing.T, lc *local.Client, relayPort uint16, want []netip.AddrPort) key.NodePublic {
+	t.Helper()
 	var nodeKey key.NodePublic
 	harness.Eventually(t, time.Minute, fmt.Sprintf("tailscaled relays on %d advertising %v", relayPort, want), func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -39,6 +39,10 @@ type APIServerOptions struct {
 	// plugin (which envtest turns off) gives each pod its kube-api-access
 	// token volume and refuses one whose ServiceAccount does not exist yet.
 	Pods bool
+	// DualStack gives the cluster IPv4 and IPv6 Service ranges (IPv4
+	// first): a Service that prefers dual-stack gets a ClusterIP of each
+	// family, and spec.ipFamilies says both.
+	DualStack bool
 	// AuditLog, if set, is the file kube-apiserver writes an audit event
 	// to (JSON lines, metadata only) for every write request but lease
 	// renewals: who wrote what, for counting each component's writes.
@@ -64,6 +68,9 @@ func StartAPIServerWith(t testing.TB, o APIServerOptions, crdDirs ...string) *AP
 	// default range is a /24.
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	if o.DualStack {
+		apiServer.Configure().Set("service-cluster-ip-range", "10.0.0.0/16,fd00:10::/108")
+	}
 	// Stop in a second, not a minute, while clients still hold watches.
 	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	// A certificate folder of our own survives a restart (RestartAPIServer),

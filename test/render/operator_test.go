@@ -22,7 +22,8 @@ import (
 
 // TestOperatorManifests: moving from the Tailscale operator is a change of
 // apiVersion only. Every PeerRelay in examples/operator (the operator
-// guide's manifests, and every field of its API reference) is accepted by
+// guide's manifests, every field of its API reference, and the fields it
+// gained after v1.102.5: spec.service.port, spec.staticEndpoints) is accepted by
 // the API server against our schema, CEL rules included, and composed by
 // the function without a Fatal result; what does not apply is a Warning.
 func TestOperatorManifests(t *testing.T) {
@@ -118,6 +119,18 @@ func TestOperatorManifests(t *testing.T) {
 				}
 				if n := len(rsp.GetDesired().GetResources()); n < 3 {
 					t.Errorf("composed %d resources", n)
+				}
+				if strings.Contains(file, "behind-nat") {
+					// spec.service.port is the port of the Service, the
+					// listener and the config; the static entries go with it.
+					svc := rsp.GetDesired().GetResources()["service-0"].GetResource().AsMap()
+					port, _, _ := unstructured.NestedSlice(svc, "spec", "ports")
+					rc := rsp.GetDesired().GetResources()["relayconfig-0"].GetResource().AsMap()
+					rcPort, _, _ := unstructured.NestedFieldNoCopy(rc, "spec", "forProvider", "port")
+					static, _, _ := unstructured.NestedStringSlice(rc, "spec", "forProvider", "staticEndpoints")
+					if len(port) != 1 || port[0].(map[string]any)["port"] != float64(6969) || rcPort != float64(6969) || len(static) != 2 {
+						t.Errorf("spec.service.port 6969: Service ports %v, RelayConfig port %v, static endpoints %v", port, rcPort, static)
+					}
 				}
 				if strings.Contains(file, "elastic-ips") {
 					// The ProxyClass pins the pods to the subnets' zone: every

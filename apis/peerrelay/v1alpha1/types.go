@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Defaults shared by the schema markers and the function, which applies them
@@ -50,6 +51,7 @@ type PeerRelayList struct {
 
 // PeerRelaySpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.aws) || !has(self.aws.elasticIPs) || self.aws.elasticIPs.size() >= (has(self.replicas) ? self.replicas : 1)",message="spec.aws.elasticIPs must have at least spec.replicas entries (one per replica)"
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.service) || !has(self.service.port) || self.port == self.service.port",message="spec.port and spec.service.port name the same UDP port: set one of them"
 type PeerRelaySpec struct {
 	// Replicas is the number of peer relay devices, each with its own public
 	// endpoint.
@@ -92,7 +94,9 @@ type PeerRelaySpec struct {
 	HostnamePrefix string `json:"hostnamePrefix,omitempty"`
 
 	// Port is the UDP port the relay listens and is advertised on. Default:
-	// the function Input's port, else 41641.
+	// the function Input's port, else 41641. spec.service.port, the Tailscale
+	// operator's name for it, is the same setting: set either (both only if
+	// they are equal).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
@@ -117,8 +121,12 @@ type PeerRelaySpec struct {
 	// +optional
 	Service *ServiceSpec `json:"service,omitempty"`
 
-	// StaticEndpoints are extra ip:port endpoints advertised by every replica
-	// (port forwards, LB-IPAM addresses).
+	// StaticEndpoints are extra ip:port endpoints (IPv4 or IPv6, as
+	// 203.0.113.7:6969 or [2001:db8::7]:6969) advertised by every replica
+	// beside its load balancer's: a port forward to the relay, an LB-IPAM
+	// address. As in the Tailscale operator, a replica whose only endpoints
+	// are static counts as addressed, and a static entry's port wins for an
+	// address the load balancer also provides.
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
@@ -127,6 +135,23 @@ type PeerRelaySpec struct {
 	// AWS configures Elastic IP pinning for the AWS Load Balancer Controller.
 	// +optional
 	AWS *AWSSpec `json:"aws,omitempty"`
+
+	// DisruptionBudget bounds how many replicas a voluntary disruption (a
+	// node drain, a cluster upgrade) may take down at once, through a
+	// PodDisruptionBudget over the relay pods. Default: one at a time.
+	// +optional
+	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
+}
+
+// DisruptionBudget is the PeerRelay's PodDisruptionBudget.
+type DisruptionBudget struct {
+	// MaxUnavailable replicas, a number or a percentage of spec.replicas
+	// ("25%", rounded up); default 1. A drain evicts a relay pod only while
+	// fewer than this many are unavailable.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="spec.disruptionBudget.maxUnavailable must be at least 1 or a percentage from 1% to 100%: 0 would block every node drain"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // Tag is a tailnet ACL tag.
@@ -175,6 +200,22 @@ type ServiceSpec struct {
 	// defaults and before Elastic IP pinning, which always wins.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Port is the UDP port of the Service, the relay's listener and the
+	// advertised load balancer endpoints, as in the Tailscale operator;
+	// spec.port is the same setting.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// IPFamilyPolicy of every replica's Service. Default PreferDualStack:
+	// on a dual-stack cluster the load balancer gets IPv4 and IPv6
+	// addresses and the replica advertises both; a single-stack cluster
+	// gives its one family.
+	// +kubebuilder:validation:Enum=SingleStack;PreferDualStack;RequireDualStack
+	// +optional
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
 }
 
 // LoadBalancerMode says who provisions each replica's AWS load balancer.

@@ -14,18 +14,19 @@ type DNSMode int
 
 // DNS server behaviours, for fault tests.
 const (
-	DNSAnswer   DNSMode = iota // answer from the records
-	DNSServFail                // answer SERVFAIL
-	DNSSilent                  // never answer (a timeout)
+	DNSAnswer       DNSMode = iota // answer from the records
+	DNSServFail                    // answer SERVFAIL
+	DNSSilent                      // never answer (a timeout)
+	DNSAAAAServFail                // answer A queries, SERVFAIL AAAA ones
 )
 
-// DNS is a real DNS server on a loopback UDP port, answering A queries from
-// a record table the test may change at any time.
+// DNS is a real DNS server on a loopback UDP port, answering A and AAAA
+// queries from a record table the test may change at any time.
 type DNS struct {
 	Addr string
 
 	mu      sync.Mutex
-	records map[string][]string // fqdn -> IPv4 addresses
+	records map[string][]string // fqdn -> IPv4 and IPv6 addresses
 	mode    DNSMode
 	queries int
 	srv     *dns.Server
@@ -57,7 +58,8 @@ func StartDNSOn(t testing.TB, addr string) *DNS {
 	return d
 }
 
-// Set replaces host's A records.
+// Set replaces host's A and AAAA records: IPv4 addresses are its A records,
+// IPv6 ones its AAAA records.
 func (d *DNS) Set(host string, ips ...string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -96,16 +98,30 @@ func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		return
 	case DNSServFail:
 		m.Rcode = dns.RcodeServerFailure
+	case DNSAAAAServFail:
+		if len(r.Question) == 1 && r.Question[0].Qtype == dns.TypeAAAA {
+			m.Rcode = dns.RcodeServerFailure
+			break
+		}
+		fallthrough
 	default:
 		if len(ips) == 0 {
 			m.Rcode = dns.RcodeNameError
 		}
+		// A name with records of the other family only answers with none
+		// (NODATA), as a real server does.
 		for _, ip := range ips {
-			if len(r.Question) == 1 && r.Question[0].Qtype == dns.TypeA {
-				m.Answer = append(m.Answer, &dns.A{
-					Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5},
-					A:   net.ParseIP(ip).To4(),
-				})
+			if len(r.Question) != 1 {
+				break
+			}
+			q := r.Question[0]
+			hdr := dns.RR_Header{Name: q.Name, Rrtype: q.Qtype, Class: dns.ClassINET, Ttl: 5}
+			a := net.ParseIP(ip)
+			switch {
+			case q.Qtype == dns.TypeA && a.To4() != nil:
+				m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: a.To4()})
+			case q.Qtype == dns.TypeAAAA && a.To4() == nil:
+				m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: a})
 			}
 		}
 	}

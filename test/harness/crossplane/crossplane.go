@@ -84,7 +84,8 @@ type CrossplaneOptions struct {
 }
 
 // StartCrossplane starts everything but our packages; it stops when the test
-// ends.
+// ends. Its cluster is dual-stack (IPv4 first), as a cluster that offers
+// IPv6 load balancers is.
 func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	t.Helper()
 	for _, tool := range []string{"kube-controller-manager", "crossplane", "helm", "crank"} {
@@ -97,7 +98,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		o.RegistryHost = "xpkg.crossplane.io"
 	}
 	ctx := context.Background()
-	c := &Crossplane{API: harness.StartAPIServerWith(t, harness.APIServerOptions{Pods: true, AuditLog: o.AuditLog}), Dir: t.TempDir()}
+	c := &Crossplane{API: harness.StartAPIServerWith(t, harness.APIServerOptions{Pods: true, DualStack: true, AuditLog: o.AuditLog}), Dir: t.TempDir()}
 	c.AdminConfig = c.API.Config
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -117,7 +118,9 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	}
 	c.KCM = harness.StartProcess(t, "kube-controller-manager", harness.Tool(t, "kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--root-ca-file=" + rootCA,
-		"--controllers=garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher",
+		// disruption keeps each PodDisruptionBudget's allowed disruptions,
+		// which the eviction API (a node drain) honours.
+		"--controllers=garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher,disruption",
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--concurrent-statefulset-syncs=10",
 	}, nil)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -308,6 +310,11 @@ func (n *Node) containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Contai
 			if v, err = fieldValue(p, e.ValueFrom.FieldRef.FieldPath); err != nil {
 				return nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
+		case e.ValueFrom.ResourceFieldRef != nil:
+			var err error
+			if v, err = resourceValue(c, e.ValueFrom.ResourceFieldRef); err != nil {
+				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
 		case e.ValueFrom.SecretKeyRef != nil:
 			files, err := n.secretFiles(ctx, p.Namespace, e.ValueFrom.SecretKeyRef.Name, nil, ptr.Deref(e.ValueFrom.SecretKeyRef.Optional, false))
 			if err != nil {
@@ -380,4 +387,31 @@ func expand(s string, vals map[string]string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// resourceValue is a downward API resourceFieldRef as the kubelet resolves
+// it: the container's own value (the ref's container must be this one)
+// divided by the divisor and rounded up; a limit the container lacks is the
+// node's allocatable, here every CPU of the machine the node runs on.
+func resourceValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+		return "", fmt.Errorf("resourceFieldRef names container %q, not %q", ref.ContainerName, c.Name)
+	}
+	var q resource.Quantity
+	switch ref.Resource {
+	case "limits.cpu":
+		q = *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI)
+		if l, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+			q = l
+		}
+	case "requests.cpu":
+		q = *c.Resources.Requests.Cpu()
+	default:
+		return "", fmt.Errorf("resourceFieldRef %s is not supported by the test node", ref.Resource)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	return strconv.FormatInt((q.MilliValue()+divisor.MilliValue()-1)/divisor.MilliValue(), 10), nil
 }

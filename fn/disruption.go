@@ -1,0 +1,35 @@
+package fn
+
+import (
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// keyDisruptionBudget is the PeerRelay's PodDisruptionBudget.
+const keyDisruptionBudget = "poddisruptionbudget"
+
+// maxUnavailable is what spec.disruptionBudget allows, 1 by default: a drain
+// takes one relay at a time, so peers always have another to move to, and a
+// single replica can still be drained (minAvailable 1 would block it).
+func maxUnavailable(r *relay) intstr.IntOrString {
+	if b := r.Spec.DisruptionBudget; b != nil && b.MaxUnavailable != nil {
+		return *b.MaxUnavailable
+	}
+	return intstr.FromInt32(1)
+}
+
+// disruptionBudget covers every relay pod of the PeerRelay. The eviction API
+// honours it: kubectl drain, cluster autoscalers and node upgrades wait
+// rather than take every replica down at once.
+func disruptionBudget(r *relay) *policyv1.PodDisruptionBudget {
+	mu := maxUnavailable(r)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(r, r.Base, commonLabels(r)),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &mu,
+			Selector:       &metav1.LabelSelector{MatchLabels: selectorLabels(r)},
+		},
+	}
+}

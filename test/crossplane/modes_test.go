@@ -1,0 +1,145 @@
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/peerrelay/peerrelay/test/harness"
+)
+
+// modes: the kinds of cluster and network a PeerRelay is deployed in, each
+// through real Crossplane to PeerRelayReady with the README's commands, and
+// what the relay advertises read from its running tailscaled.
+func (s *system) modes(ctx context.Context, t *testing.T) {
+	s.readme(t, "### Clusters and networks", true)
+
+	// Behind NAT on a dual-stack cluster, in the Tailscale operator's words
+	// (spec.service.port, spec.staticEndpoints): the Service, the listener
+	// and the load balancer endpoints are on port 6969; the router forwards
+	// another port to the IPv4 address, so that static entry's port wins
+	// for it; the IPv6 address is reached directly.
+	t.Run("ServicePortDualStackBehindNAT", func(t *testing.T) {
+		const ns, name = "team-c", "nat-relay"
+		s.waitRelayPrefsOn(t, s.localClient(t, ns, name+"-0-0"), 6969, []netip.AddrPort{
+			netip.MustParseAddrPort("198.51.100.20:6969"),
+			netip.MustParseAddrPort("203.0.113.10:16969"),
+			netip.MustParseAddrPort("[2001:db8::10]:6969"),
+		})
+		svc := &corev1.Service{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		if p := svc.Spec.Ports[0]; p.Port != 6969 || p.TargetPort.IntValue() != 6969 || p.Protocol != corev1.ProtocolUDP {
+			t.Errorf("Service port %d → %s/%s, want UDP 6969 → 6969", p.Port, p.TargetPort.String(), p.Protocol)
+		}
+		if !slices.Equal(svc.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}) {
+			t.Errorf("Service IP families %v: the Service did not ask the dual-stack cluster for both", svc.Spec.IPFamilies)
+		}
+		pr, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps, _, _ := unstructured.NestedSlice(pr.Object, "status", "replicas")
+		if len(reps) != 1 {
+			t.Fatalf("status.replicas %v", reps)
+		}
+		eps, _, _ := unstructured.NestedStringSlice(reps[0].(map[string]any), "endpoints")
+		if w := []string{"198.51.100.20:6969", "203.0.113.10:16969", "[2001:db8::10]:6969"}; !slices.Equal(eps, w) {
+			t.Errorf("status.replicas[0].endpoints %v, want %v", eps, w)
+		}
+		s.deletePeerRelay(t, ns, name)
+	})
+
+	// A cluster with no load balancer for the relay (its Service stays
+	// pending): the static endpoints alone make the replica addressed, as in
+	// the Tailscale operator, and Crossplane's Ready agrees.
+	t.Run("StaticEndpointsOnly", func(t *testing.T) {
+		const ns, name = "team-edge", "edge-relay"
+		s.waitRelayPrefs(t, s.localClient(t, ns, name+"-0-0"), []netip.AddrPort{netip.MustParseAddrPort("198.51.100.30:41641")})
+		pr := s.waitReady(ctx, t, ns, name, time.Minute)
+		reps, _, _ := unstructured.NestedSlice(pr.Object, "status", "replicas")
+		if len(reps) != 1 || reps[0].(map[string]any)["loadBalancerReady"] != false {
+			t.Errorf("status.replicas %v: want one replica whose loadBalancerReady is false (its Service has no address)", reps)
+		}
+		svc := &corev1.Service{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		if len(svc.Status.LoadBalancer.Ingress) != 0 {
+			t.Errorf("the Service got a load balancer address %v: the test proves nothing", svc.Status.LoadBalancer.Ingress)
+		}
+		s.deletePeerRelay(t, ns, name)
+	})
+
+	// A node drain evicts through the API, which honours the PeerRelay's
+	// PodDisruptionBudget: one replica at a time, the other left running.
+	t.Run("Drain", func(t *testing.T) { s.drain(ctx, t, "team-c") })
+}
+
+func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
+	const name = "drain"
+	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}")
+	s.waitReady(ctx, t, ns, name, 3*time.Minute)
+	cs := kubernetes.NewForConfigOrDie(s.AdminConfig)
+	harness.Eventually(t, time.Minute, "the PodDisruptionBudget allows one disruption of two healthy pods", func(context.Context) error {
+		pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if st := pdb.Status; st.ExpectedPods != 2 || st.CurrentHealthy != 2 || st.DisruptionsAllowed != 1 {
+			return fmt.Errorf("status: expected %d, healthy %d, allowed %d", st.ExpectedPods, st.CurrentHealthy, st.DisruptionsAllowed)
+		}
+		return nil
+	})
+	before := s.relayPods(ctx, t, ns, name)
+	evict := func(pod string) error {
+		return cs.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}})
+	}
+	if err := evict(name + "-0-0"); err != nil {
+		t.Fatalf("evicting the first replica's pod: %v", err)
+	}
+	// kubectl drain asks again every 5 s while the budget says no; so do we,
+	// for as long as the first replica is away.
+	err := evict(name + "-1-0")
+	if !kerrors.IsTooManyRequests(err) {
+		t.Fatalf("evicting the second replica's pod while the first is away: want 429 (the budget refuses), got %v", err)
+	}
+	if !strings.Contains(err.Error(), "disruption budget") {
+		t.Errorf("the refusal does not name the budget: %v", err)
+	}
+	// The first comes back on its own; the second never stopped.
+	s.waitReady(ctx, t, ns, name, 3*time.Minute)
+	after := s.relayPods(ctx, t, ns, name)
+	if after[name+"-1-0"] != before[name+"-1-0"] {
+		t.Errorf("replica 1's pod was replaced (%s → %s): the budget did not hold", before[name+"-1-0"], after[name+"-1-0"])
+	}
+	if after[name+"-0-0"] == before[name+"-0-0"] || after[name+"-0-0"] == "" {
+		t.Errorf("replica 0's pod %q was not replaced after its eviction", after[name+"-0-0"])
+	}
+	if n := s.restarts(ctx, t, ns, name+"-1-0"); n != 0 {
+		t.Errorf("replica 1's container restarted %d times", n)
+	}
+	s.deletePeerRelay(t, ns, name)
+}
+
+// deletePeerRelay deletes a v2 PeerRelay and does not wait: its relays stop
+// in the background rather than load the rest of the suite.
+func (s *system) deletePeerRelay(t *testing.T, ns, name string) {
+	t.Helper()
+	if out, err := s.Kubectl(t, "-n", ns, "delete", "peerrelay", name, "--wait=false"); err != nil {
+		t.Errorf("kubectl delete peerrelay %s: %v\n%s", name, err, out)
+	}
+}
