@@ -84,10 +84,25 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err != nil {
 		return fmt.Errorf("cannot read the desired composed resources: %w", err)
 	}
+	want := map[int]string{}
+	for _, o := range c.objs {
+		if i, ok := indexed(o.key, keyPrefixStatefulSet); ok {
+			want[i] = o.obj.GetAnnotations()[annotationPodTemplate]
+		}
+	}
+	hold := rollout(r, obs, sum, want)
 	for _, o := range c.objs {
 		// The cached object itself: SetDesiredComposedResources only reads
 		// it, into a new Struct.
-		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: o.obj, Ready: readiness(o.key, r, obs, sum)}
+		obj := o.obj
+		if i, ok := indexed(o.key, keyPrefixStatefulSet); ok && hold[i] {
+			sts, _ := obs.get(o.key)
+			obj = asObserved(sts)
+		}
+		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: obj, Ready: readiness(o.key, r, obs, sum)}
+	}
+	if len(hold) > 0 {
+		f.Log.Debug("rolling out a new pod template one replica at a time", "namespace", r.Namespace, "name", r.Name, "waiting", len(hold))
 	}
 	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
 		return fmt.Errorf("cannot set the desired composed resources: %w", err)

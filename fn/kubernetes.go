@@ -276,6 +276,14 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		m.Labels = labels
 	}
 	m.Annotations = maps.Clone(pod.StatefulSetAnnotations)
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+		Spec:       spec,
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[annotationPodTemplate] = podTemplateHash(tmpl)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: m,
@@ -284,10 +292,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			ServiceName:         name,
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector:            &metav1.LabelSelector{MatchLabels: selector},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
-				Spec:       spec,
-			},
+			Template:            tmpl,
 		},
 	}
 }

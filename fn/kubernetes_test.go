@@ -334,6 +334,11 @@ func TestReplicaStatefulSet(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			// The StatefulSet names its own pod template by content.
+			if tc.want.Annotations == nil {
+				tc.want.Annotations = map[string]string{}
+			}
+			tc.want.Annotations[annotationPodTemplate] = podTemplateHash(tc.want.Spec.Template)
 			if diff := cmp.Diff(tc.want, replicaStatefulSet(tc.r, 1, tc.zone)); diff != "" {
 				t.Errorf("%s\nStatefulSet (-want +got):\n%s", tc.reason, diff)
 			}

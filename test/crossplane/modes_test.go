@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
 )
@@ -132,7 +133,52 @@ func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
 	if n := s.restarts(ctx, t, ns, name+"-1-0"); n != 0 {
 		t.Errorf("replica 1's container restarted %d times", n)
 	}
+
+	// A change of the pod template (here its annotations) restarts every
+	// replica, one at a time: the next waits until the previous is ready.
+	t.Run("Rollout", func(t *testing.T) {
+		before := s.relayPods(ctx, t, ns, name)
+		if out, err := s.Kubectl(t, "-n", ns, "patch", "peerrelay", name, "--type=merge", "-p", `{"spec":{"pod":{"annotations":{"example.com/rollout":"2"}}}}`); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		fewest, replaced := 2, 0
+		deadline := time.Now().Add(3 * time.Minute)
+		for replaced < 2 && time.Now().Before(deadline) {
+			pods := &corev1.PodList{}
+			if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+				t.Fatal(err)
+			}
+			ready := 0
+			replaced = 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && podReady(&p) {
+					ready++
+				}
+				if p.UID != before[p.Name] && podReady(&p) && p.Annotations["example.com/rollout"] == "2" {
+					replaced++
+				}
+			}
+			fewest = min(fewest, ready)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if replaced < 2 {
+			t.Fatalf("after 3 minutes %d of 2 pods run the new template", replaced)
+		}
+		if fewest < 1 {
+			t.Errorf("during the rollout %d relay pods were ready at once: every replica was down together", fewest)
+		}
+		s.waitReady(ctx, t, ns, name, time.Minute)
+	})
 	s.deletePeerRelay(t, ns, name)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // deletePeerRelay deletes a v2 PeerRelay and does not wait: its relays stop
