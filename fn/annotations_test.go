@@ -63,6 +63,14 @@ aws:
 			want:    map[string]string{"service.beta.kubernetes.io/azure-load-balancer-internal": "false"},
 			absent:  []string{"service.beta.kubernetes.io/aws-load-balancer-scheme", annotationLBAttributes},
 		},
+		"GCP": {
+			reason:  "Input cloud: gcp adds no annotation: GKE's default LoadBalancer is public and carries UDP.",
+			spec:    "replicas: 1",
+			input:   "cloud: gcp",
+			replica: "service-0",
+			want:    map[string]string{},
+			absent:  []string{"service.beta.kubernetes.io/aws-load-balancer-scheme", "service.beta.kubernetes.io/azure-load-balancer-internal", annotationLBAttributes},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -76,7 +84,8 @@ aws:
 				t.Fatalf("%s\n%s not composed; results: %v", tc.reason, tc.replica, rsp.GetResults())
 			}
 			got := map[string]string{}
-			for k, v := range valueAt(t, svc.GetResource(), "metadata", "annotations").(map[string]any) {
+			annotations, _ := valueAt(t, svc.GetResource(), "metadata", "annotations").(map[string]any) // none at all: nil
+			for k, v := range annotations {
 				got[k] = v.(string)
 			}
 			for k, v := range tc.want {

@@ -60,6 +60,8 @@ var cases = []renderCase{
 	{"minimal-nokey", "the operator guide's minimal PeerRelay, and a provider that cannot mint", "examples/render/xr-minimal.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-nokey.yaml"}},
 	{"two-steps", "a pipeline with a step before ours", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
+	{"gcp", "GKE: Input cloud gcp, no load balancer annotations", "examples/peerrelay.yaml", "examples/render/composition-gcp.yaml", nil},
+	{"behind-nat", "behind NAT, dual-stack: spec.service.port and static endpoints", "examples/behind-nat.yaml", compositionV2, nil},
 }
 
 func renderAll(t *testing.T, root string) map[string][]byte {
@@ -135,7 +137,7 @@ func TestRenderExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		for _, ns := range []string{"team-a", "team-b"} {
+		for _, ns := range []string{"team-a", "team-b", "team-c"} {
 			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 				t.Fatal(err)
 			}

@@ -10,14 +10,19 @@ import (
 )
 
 // Cloud selects the cloud-specific Service annotations.
-// +kubebuilder:validation:Enum=aws;azure;none
+// +kubebuilder:validation:Enum=aws;azure;gcp;none
 type Cloud string
 
 // Clouds the function knows load balancer annotations for.
 const (
 	CloudAWS   Cloud = "aws"
 	CloudAzure Cloud = "azure"
-	CloudNone  Cloud = "none"
+	// CloudGCP needs no annotation: GKE gives a LoadBalancer Service an
+	// external passthrough Network Load Balancer, public and UDP-capable,
+	// with an IPv6 address too when the Service is dual-stack on a
+	// dual-stack subnet.
+	CloudGCP  Cloud = "gcp"
+	CloudNone Cloud = "none"
 )
 
 // Input gives composition-level defaults. Every field is optional.
@@ -41,8 +46,9 @@ type Input struct {
 	Port *int32 `json:"port,omitempty"`
 
 	// Cloud selects the default Service annotations: aws and azure add those
-	// load balancer's public-address annotations; default both, as the
-	// Tailscale operator does, since each cloud ignores the other's.
+	// load balancer's public-address annotations; gcp and none add none;
+	// default aws and azure both, as the Tailscale operator does, since
+	// each cloud (GKE too) ignores the others'.
 	// +optional
 	Cloud Cloud `json:"cloud,omitempty"`
 
