@@ -309,6 +309,9 @@ func compose(r *relay) []keyedObject {
 		objs = append(objs, keyedObject{relayConfigKey(i), relayConfig(r, i)})
 		if r.AWS != nil {
 			objs = append(objs, composeAWS(r, i)...)
+			if u, ok := eipUsage(r, i); ok {
+				objs = append(objs, u)
+			}
 		}
 	}
 	if r.podMonitor() != nil && r.podMonitorCRD != nil && *r.podMonitorCRD {

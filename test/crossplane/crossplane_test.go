@@ -59,6 +59,7 @@ func TestCrossplane(t *testing.T) {
 	if !t.Run("README", func(t *testing.T) { s.readme(t, "## Install on a cluster", true) }) {
 		return // nothing else can work
 	}
+	t.Run("ActivationPolicy", func(t *testing.T) { s.activationPolicy(ctx, t) })
 	t.Run("LegacyClaim", func(t *testing.T) { s.readme(t, "### Legacy claims", true) })
 	t.Run("Pods", func(t *testing.T) { s.pods(ctx, t) })
 	t.Run("Reachability", func(t *testing.T) { s.reachability(ctx, t) })

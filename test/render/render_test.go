@@ -56,7 +56,7 @@ var cases = []renderCase{
 	{"aws-managed-allocated", "AWS Managed NLBs, per-replica zones: second pass", "examples/aws-managed.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-aws-allocate.yaml", "--required-resources", "examples/render/pods-aws-managed.yaml"}},
 	{"aws-managed-legacy", "AWS Managed NLBs for a legacy XPeerRelay", "examples/render/xr-legacy-aws.yaml", compositionLegacy,
-		[]string{"--observed-resources", "examples/render/observed-aws-legacy.yaml"}},
+		[]string{"--observed-resources", "examples/render/observed-aws-legacy.yaml", "--required-resources", "examples/render/pods-aws-legacy.yaml"}},
 	{"minimal-nokey", "the operator guide's minimal PeerRelay, and a provider that cannot mint", "examples/render/xr-minimal.yaml", compositionV2,
 		[]string{"--observed-resources", "examples/render/observed-nokey.yaml"}},
 	{"two-steps", "a pipeline with a step before ours", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
@@ -131,7 +131,17 @@ func TestRenderExamples(t *testing.T) {
 		upbound := filepath.Join(root, ".cache/upbound-crds")
 		_, err := os.Stat(upbound)
 		harness.Need(t, err == nil, "the Upbound AWS CRDs in %s (make tools)", upbound)
-		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "apis/peerrelay/crd"), upbound)
+		// Crossplane's Usage, which v2 PeerRelays with allocated Elastic
+		// IPs compose.
+		usage := t.TempDir()
+		crd, err := os.ReadFile(filepath.Join(harness.ModuleDir(t, "tools/crossplane", "github.com/crossplane/crossplane/v2"), "cluster/crds/protection.crossplane.io_usages.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(usage, "usages.yaml"), crd, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		api := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds"), filepath.Join(root, "apis/peerrelay/crd"), upbound, usage)
 		c, err := client.New(api.Config, client.Options{})
 		if err != nil {
 			t.Fatal(err)
