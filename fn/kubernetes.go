@@ -126,12 +126,21 @@ func roleBinding(r *relay) *rbacv1.RoleBinding {
 func service(r *relay, i int) *corev1.Service {
 	m := meta(r, replicaName(r.Base, i), replicaLabels(r, i))
 	typ := corev1.ServiceTypeLoadBalancer
-	if r.managedLoadBalancers() {
+	var local corev1.ServiceExternalTrafficPolicy
+	switch {
+	case r.managedLoadBalancers() || r.nodeMode() != "":
+		// No cloud load balancer: the user's annotations only. A hostPort
+		// relay is reached on its node directly; a NodePort one only on the
+		// node its pod runs on (the one advertised), which then keeps the
+		// peers' own source addresses.
 		typ = corev1.ServiceTypeClusterIP
+		if r.nodeMode() == relayv1alpha1.NodeModeNodePort {
+			typ, local = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
+		}
 		if s := r.Spec.Service; s != nil && len(s.Annotations) > 0 {
 			m.Annotations = maps.Clone(s.Annotations)
 		}
-	} else {
+	default:
 		m.Annotations = serviceAnnotations(r, i)
 	}
 	// Both families where the cluster has both: a dual-stack load balancer
@@ -144,9 +153,10 @@ func service(r *relay, i int) *corev1.Service {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: m,
 		Spec: corev1.ServiceSpec{
-			Type:           typ,
-			IPFamilyPolicy: &families,
-			Selector:       map[string]string{labelPodName: podName(r, i)},
+			Type:                  typ,
+			ExternalTrafficPolicy: local,
+			IPFamilyPolicy:        &families,
+			Selector:              map[string]string{labelPodName: podName(r, i)},
 			Ports: []corev1.ServicePort{{
 				Name: servicePortName, Protocol: corev1.ProtocolUDP,
 				Port: r.Port, TargetPort: intstr.FromInt32(r.Port),
@@ -259,6 +269,11 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	// The rest of what the Tailscale operator applies from a ProxyClass.
 	spec.NodeName, spec.DNSPolicy, spec.DNSConfig = pod.NodeName, pod.DNSPolicy, pod.DNSConfig
 	spec.Containers[0].ImagePullPolicy = pod.ImagePullPolicy
+	if r.Spec.HostPort {
+		// Bound on the node too: peers reach the relay at the node's
+		// address (the provider advertises it).
+		spec.Containers[0].Ports[1].HostPort = r.Port
+	}
 	if r.metrics() {
 		// containerboot serves /metrics beside /healthz on the same
 		// socket; the port's name says so, for a PodMonitor to select.

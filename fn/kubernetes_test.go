@@ -99,6 +99,22 @@ func TestService(t *testing.T) {
 				return s
 			}(),
 		},
+		"NodePort": {
+			reason: "spec.service.type NodePort: no cloud annotations, and only the pod's node answers (externalTrafficPolicy Local), keeping peers' addresses.",
+			r: testRelay(t, func(r *relay) {
+				r.Spec.Service = &v1alpha1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Annotations: map[string]string{"x": "y"}}
+			}),
+			want: func() *corev1.Service {
+				s := base(corev1.ServiceTypeNodePort, map[string]string{"x": "y"})
+				s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+				return s
+			}(),
+		},
+		"HostPort": {
+			reason: "spec.hostPort: the relay is reached on its node directly; its Service is a ClusterIP without cloud annotations.",
+			r:      testRelay(t, func(r *relay) { r.Spec.HostPort = true }),
+			want:   base(corev1.ServiceTypeClusterIP, nil),
+		},
 		"SingleStack": {
 			reason: "spec.service.ipFamilyPolicy replaces the PreferDualStack default.",
 			r: testRelay(t, func(r *relay) {
@@ -303,6 +319,15 @@ func TestReplicaStatefulSet(t *testing.T) {
 				// No CPU asked for: Go's own default.
 				env := &tmpl.Spec.Containers[0].Env
 				*env = (*env)[:len(*env)-1]
+				return s
+			}(),
+		},
+		"HostPort": {
+			reason: "spec.hostPort binds the relay's UDP port on the node too.",
+			r:      testRelay(t, func(r *relay) { r.Spec.HostPort = true }),
+			want: func() *appsv1.StatefulSet {
+				s := want()
+				s.Spec.Template.Spec.Containers[0].Ports[1].HostPort = 41641
 				return s
 			}(),
 		},

@@ -82,6 +82,9 @@ type replicaObservation struct {
 	// staticOnly: the provider advertises the replica's static endpoints
 	// and no load balancer address.
 	staticOnly bool
+	// nodeInternal: the provider advertises the InternalIP of the
+	// replica's node, which has no ExternalIP.
+	nodeInternal bool
 	// key is the RelayConfig's AuthKeyAvailable condition, cleanup its
 	// DeviceCleanup condition, providerConfig its ProviderConfigUsable,
 	// reachable its Reachable (Status "" when the provider does not probe).
@@ -116,6 +119,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		ro.traffic = at.Traffic
 		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
 		ro.staticOnly = at.Source == relayv1alpha1.SourceStatic && len(at.Endpoints) > 0
+		ro.nodeInternal = at.Source == relayv1alpha1.SourceNodeInternalIP
 		// The provider's list is what the replica actually advertises
 		// (resolved hostnames, AWS addresses, static endpoints), so it wins
 		// over the bare ingress IPs.

@@ -20,7 +20,8 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 		// resources) never gets an ingress: it is ready once it exists. So
 		// is one whose replica advertises static endpoints alone: no load
 		// balancer may ever come (a port forward to a node, bare metal).
-		return readyIf(r.managedLoadBalancers() || (i < len(s.replicas) && (s.replicas[i].serviceReady || s.replicas[i].staticOnly)))
+		// A NodePort or hostPort relay's Service has no load balancer either.
+		return readyIf(r.managedLoadBalancers() || r.nodeMode() != "" || (i < len(s.replicas) && (s.replicas[i].serviceReady || s.replicas[i].staticOnly)))
 	}
 	if i, ok := indexed(key, keyPrefixRelayConfig); ok {
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)

@@ -49,6 +49,10 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 			p.AWS.LoadBalancerName = loadBalancerName(r, i)
 		}
 	}
+	if mode := r.nodeMode(); mode != "" {
+		// Reached on its pod's node: the provider advertises that node.
+		p.Node = &relayv1alpha1.NodeEndpoint{Pod: podName(r, i), Mode: mode}
+	}
 	if r.metrics() {
 		// The pod serves its relay counters: the provider samples them
 		// into the replica's status.

@@ -5,6 +5,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -45,6 +46,26 @@ func TestRelayConfig(t *testing.T) {
 			want: func() *relayv1alpha1.RelayConfig {
 				p := base
 				p.AuthKeySecretRef = nil
+				return want(p)
+			}(),
+		},
+		"HostPort": {
+			reason: "A hostPort relay is advertised on its pod's node, on the relay's port.",
+			r:      testRelay(t, func(r *relay) { r.Spec.HostPort = true }),
+			want: func() *relayv1alpha1.RelayConfig {
+				p := base
+				p.Node = &relayv1alpha1.NodeEndpoint{Pod: "my-relay-1-0", Mode: relayv1alpha1.NodeModeHostPort}
+				return want(p)
+			}(),
+		},
+		"NodePort": {
+			reason: "A NodePort relay is advertised on its pod's node, on the Service's node port.",
+			r: testRelay(t, func(r *relay) {
+				r.Spec.Service = &v1alpha1.ServiceSpec{Type: corev1.ServiceTypeNodePort}
+			}),
+			want: func() *relayv1alpha1.RelayConfig {
+				p := base
+				p.Node = &relayv1alpha1.NodeEndpoint{Pod: "my-relay-1-0", Mode: relayv1alpha1.NodeModeNodePort}
 				return want(p)
 			}(),
 		},

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	kjson "sigs.k8s.io/json"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
 // crossplaneSpecFields are the spec fields Crossplane itself adds to XRs (v2
@@ -122,6 +124,18 @@ func (r *relay) composable(key string) bool {
 		return exists(keyServiceAccount) && exists(keyRole) && exists(keyRoleBinding)
 	}
 	return true
+}
+
+// nodeMode says how a replica is reached on the node its pod runs on
+// (spec.hostPort, spec.service.type NodePort); empty: on a load balancer.
+func (r *relay) nodeMode() relayv1alpha1.NodeMode {
+	switch {
+	case r.Spec.HostPort:
+		return relayv1alpha1.NodeModeHostPort
+	case r.Spec.Service != nil && r.Spec.Service.Type == corev1.ServiceTypeNodePort:
+		return relayv1alpha1.NodeModeNodePort
+	}
+	return ""
 }
 
 func (r *relay) managedLoadBalancers() bool {

@@ -137,6 +137,7 @@ func summarise(r *relay, o observedState) summary {
 		if unproven > 0 {
 			s.msg += fmt.Sprintf("; the reachability probe could not tell for %d of them", unproven) + s.probed(corev1.ConditionUnknown)
 		}
+		s.msg += s.internalNodes()
 	}
 	return s
 }
@@ -157,6 +158,22 @@ func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
 		return string(ro.reachable.Reason) + ": " + ro.reachable.Message
 	}
 	return ""
+}
+
+// internalNodes names the replicas advertised on their node's InternalIP
+// (the node has no ExternalIP): ready, but reachable only where that
+// network is routed.
+func (s summary) internalNodes() string {
+	var idx []string
+	for i, ro := range s.replicas {
+		if ro.nodeInternal {
+			idx = append(idx, strconv.Itoa(i))
+		}
+	}
+	if len(idx) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; replicas %s advertise their node's InternalIP (it has no ExternalIP): peers reach them only where that network is routed", strings.Join(idx, ", "))
 }
 
 // probed names the replicas whose Reachable condition has status st, and

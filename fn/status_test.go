@@ -293,6 +293,12 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", cleanup), "statefulset-0": pod},
 			wantReason: reasonReady,
 		},
+		"NodeInternalIP": {
+			reason:     "A replica advertised on its node's InternalIP is ready, and the message says peers reach it only where that network is routed.",
+			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("node-internal-ip", cleanup), "statefulset-0": pod},
+			wantReason: reasonReady,
+			wantMsg:    "replicas 0 advertise their node's InternalIP",
+		},
 		"TailnetUnavailable": {
 			reason:     "A spec.tailnet whose ClusterProviderConfig the provider cannot read is TailnetUnavailable, with the provider's words.",
 			tailnet:    "tailnet-b",

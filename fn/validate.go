@@ -67,6 +67,15 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 		if s.Port != nil && svc.Port != nil && *s.Port != *svc.Port {
 			errs = append(errs, field.Invalid(spec.Child("service", "port"), *svc.Port, fmt.Sprintf("spec.port is %d: the two name the same UDP port, set one of them", *s.Port)))
 		}
+		switch svc.Type {
+		case "", corev1.ServiceTypeLoadBalancer:
+		case corev1.ServiceTypeNodePort:
+			if s.AWS != nil {
+				errs = append(errs, field.Forbidden(spec.Child("service", "type"), "NodePort advertises each pod's node: it does not go with spec.aws (load balancers)"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("service", "type"), svc.Type, []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}))
+		}
 		if p := svc.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
 			errs = append(errs, field.NotSupported(spec.Child("service", "ipFamilyPolicy"), *p, ipFamilyPolicies))
 		}
@@ -85,6 +94,9 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 		errs = append(errs, field.Invalid(spec.Child("pod", "image"), s.Pod.Image, "must not contain white space"))
 	}
 	errs = append(errs, validateStaticEndpoints(spec.Child("staticEndpoints"), s.StaticEndpoints)...)
+	if s.HostPort && ((s.Service != nil && s.Service.Type == corev1.ServiceTypeNodePort) || s.AWS != nil) {
+		errs = append(errs, field.Forbidden(spec.Child("hostPort"), "hostPort advertises each pod's node: it goes with neither spec.service.type NodePort nor spec.aws"))
+	}
 	if b := s.DisruptionBudget; b != nil && b.MaxUnavailable != nil {
 		errs = append(errs, validateMaxUnavailable(spec.Child("disruptionBudget", "maxUnavailable"), *b.MaxUnavailable)...)
 	}

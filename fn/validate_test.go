@@ -76,6 +76,23 @@ func TestValidate(t *testing.T) {
 			reason: "A percentage from 1% to 100% is valid.",
 			spec:   v1alpha1.PeerRelaySpec{DisruptionBudget: &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromString("50%"))}},
 		},
+		"NodeModes": {
+			reason: "hostPort and a NodePort Service each advertise the pod's node: not together, not with spec.aws; an unknown Service type is refused.",
+			spec:   v1alpha1.PeerRelaySpec{HostPort: true, Service: &v1alpha1.ServiceSpec{Type: corev1.ServiceTypeNodePort}},
+			want: field.ErrorList{
+				field.Forbidden(field.NewPath("spec", "hostPort"), ""),
+			},
+		},
+		"NodePortWithAWS": {
+			reason: "A NodePort Service has no load balancer for spec.aws to place.",
+			spec:   v1alpha1.PeerRelaySpec{Service: &v1alpha1.ServiceSpec{Type: corev1.ServiceTypeNodePort}, AWS: &v1alpha1.AWSSpec{Region: "eu-west-1"}},
+			want:   field.ErrorList{field.Forbidden(field.NewPath("spec", "service", "type"), "")},
+		},
+		"ExternalName": {
+			reason: "Service types other than LoadBalancer and NodePort are refused.",
+			spec:   v1alpha1.PeerRelaySpec{Service: &v1alpha1.ServiceSpec{Type: corev1.ServiceTypeExternalName}},
+			want:   field.ErrorList{field.NotSupported[string](field.NewPath("spec", "service", "type"), nil, nil)},
+		},
 		"AWSOnly": {
 			reason: "Problems only under spec.aws are AWS configuration problems.",
 			spec: v1alpha1.PeerRelaySpec{Replicas: ptr.To[int32](2), AWS: &v1alpha1.AWSSpec{

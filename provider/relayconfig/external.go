@@ -87,7 +87,13 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	}
 	e.checkPlacement(ctx, mg)
 	start := time.Now()
-	res, resolveErr := e.resolver.Resolve(ctx, svc, p)
+	var res resolve.Result
+	var resolveErr error
+	if p.Node != nil {
+		res, resolveErr = e.nodeEndpoints(ctx, mg, svc)
+	} else {
+		res, resolveErr = e.resolver.Resolve(ctx, svc, p)
+	}
 	observeResolve(start, resolveErr)
 	current, err := e.configSecret(ctx, mg)
 	if err != nil {
@@ -106,6 +112,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 		eps = last
 		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
 			"the Service has no load balancer address now; still advertising the last good endpoints"))
+	case len(eps) == 0 && p.Node != nil:
+		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
+			fmt.Sprintf("waiting for pod %s to run on a node with an address (and, for a NodePort, for the Service's node port)", p.Node.Pod)))
 	case len(eps) == 0:
 		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
 			"waiting for the Service's load balancer address"))
@@ -290,6 +299,9 @@ func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result, 
 		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
 	}
 	msg := fmt.Sprintf("%d endpoints from %s", len(eps), res.Source)
+	if res.Source == v1alpha1.SourceNodeInternalIP {
+		msg += "; the pod's node has no ExternalIP, so its InternalIP is advertised: peers reach it only where that network is routed (a port forward to it, a VPN)"
+	}
 	if at.ShrinkingSince != nil {
 		msg += fmt.Sprintf("; %s answers only %d of them now, the others stay advertised for %s in case the answer was partial", res.Hostname, len(res.Endpoints), shrinkGrace)
 	}

@@ -60,7 +60,21 @@ func TestProviderRBACIsExact(t *testing.T) {
 		rc.Spec.ForProvider.AuthKeySecretRef = nil
 		rc.Spec.ForProvider.Traffic = &v1alpha1.TrafficSource{Pod: "r-1-0", Port: 9002}
 	})
+	// A replica on its node's host port: its pod and its node are read.
+	must(t, e.c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-rbac"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "198.51.100.40"}}}}))
+	n := &corev1.Node{}
+	must(t, e.c.Get(ctx, types.NamespacedName{Name: "node-rbac"}, n))
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeExternalIP, Address: "198.51.100.40"}}
+	must(t, e.c.Status().Update(ctx, n))
+	must(t, e.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "r-2-0"},
+		Spec: corev1.PodSpec{NodeName: "node-rbac", Containers: []corev1.Container{{Name: "tailscaled", Image: "tailscale/tailscale"}}}}))
+	e.relayConfig(t, "r-2", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.AuthKeySecretRef.Mode = v1alpha1.AuthKeyModeInline
+		rc.Spec.ForProvider.Node = &v1alpha1.NodeEndpoint{Pod: "r-2-0", Mode: v1alpha1.NodeModeHostPort}
+	})
 	e.waitFor(t, "r-1", "a minted key", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.AuthKeyID != "" })
+	e.config(t, "r-2-config", "its node's address", endpointsAre("198.51.100.40:41641"))
 	e.config(t, "r-0-config", "the endpoint", endpointsAre("203.0.113.5:41641"))
 	// A hand edit is put right (update); deletion removes the config (delete).
 	s := &corev1.Secret{}

@@ -60,7 +60,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
-			return c.samplers.pollInterval(mg.GetUID(), c.probers.pollInterval(mg.GetUID(), poll))
+			return nodePollInterval(mg, c.samplers.pollInterval(mg.GetUID(), c.probers.pollInterval(mg.GetUID(), poll)))
 		}),
 	)
 	// The probers are ephemeral devices: log them out when the provider

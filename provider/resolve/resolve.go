@@ -56,15 +56,36 @@ var ErrNoAddress = errors.New("the Service has no load balancer address yet")
 // keeps its last good endpoints.
 func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters) (Result, error) {
 	var res Result
-	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
-	if err != nil {
+	if _, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints); err != nil {
 		return res, err
 	}
 	addrs, err := r.resolveService(ctx, svc, p, &res)
 	if err != nil {
 		return res, err
 	}
-	port := uint16(p.Port)
+	return withStatic(res, addrs, uint16(p.Port), p.StaticEndpoints)
+}
+
+// FromNode is the answer for a replica advertised on its node
+// (spec.forProvider.node): the node's addresses, ExternalIP ones or, when
+// internal, InternalIP ones, on port, with the static endpoints.
+func FromNode(addrs []netip.Addr, internal bool, port uint16, static []string) (Result, error) {
+	var res Result
+	if len(addrs) > 0 {
+		res.Source = v1alpha1.SourceNodeExternalIP
+		if internal {
+			res.Source = v1alpha1.SourceNodeInternalIP
+		}
+	}
+	return withStatic(res, addrs, port, static)
+}
+
+// withStatic puts addrs on port and merges the static endpoints in.
+func withStatic(res Result, addrs []netip.Addr, port uint16, staticEndpoints []string) (Result, error) {
+	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", staticEndpoints)
+	if err != nil {
+		return res, err
+	}
 	for _, a := range addrs {
 		// A static entry for an address the load balancer provides says
 		// which port reaches it (a port forward, a NAT): its port wins,

@@ -33,7 +33,7 @@ func (s *system) modes(ctx context.Context, t *testing.T) {
 	// another port to the IPv4 address, so that static entry's port wins
 	// for it; the IPv6 address is reached directly.
 	t.Run("ServicePortDualStackBehindNAT", func(t *testing.T) {
-		const ns, name = "team-c", "nat-relay"
+		const ns, name = "team-nat", "nat-relay"
 		s.waitRelayPrefsOn(t, s.localClient(t, ns, name+"-0-0"), 6969, []netip.AddrPort{
 			netip.MustParseAddrPort("198.51.100.20:6969"),
 			netip.MustParseAddrPort("203.0.113.10:16969"),
@@ -85,9 +85,33 @@ func (s *system) modes(ctx context.Context, t *testing.T) {
 		s.deletePeerRelay(t, ns, name)
 	})
 
+	// No load balancer: a NodePort Service, or the relay's port bound on
+	// the node. Each replica advertises its node's address (an InternalIP:
+	// the test node has no ExternalIP, which the PeerRelay says).
+	t.Run("NodePort", func(t *testing.T) {
+		const ns, name = "team-edge", "nodeport-relay"
+		svc := &corev1.Service{}
+		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || svc.Spec.Ports[0].NodePort == 0 {
+			t.Fatalf("Service %s: type %s, traffic policy %s, node port %d", svc.Name, svc.Spec.Type, svc.Spec.ExternalTrafficPolicy, svc.Spec.Ports[0].NodePort)
+		}
+		want := netip.AddrPortFrom(s.node.Address(), uint16(svc.Spec.Ports[0].NodePort))
+		s.waitRelayPrefs(t, s.localClient(t, ns, name+"-0-0"), []netip.AddrPort{want})
+		s.saysInternal(ctx, t, ns, name)
+		s.deletePeerRelay(t, ns, name)
+	})
+	t.Run("HostPort", func(t *testing.T) {
+		const ns, name = "team-edge", "hostport-relay"
+		s.waitRelayPrefsOn(t, s.localClient(t, ns, name+"-0-0"), 41642, []netip.AddrPort{netip.AddrPortFrom(s.node.Address(), 41642)})
+		s.saysInternal(ctx, t, ns, name)
+		s.deletePeerRelay(t, ns, name)
+	})
+
 	// A node drain evicts through the API, which honours the PeerRelay's
 	// PodDisruptionBudget: one replica at a time, the other left running.
-	t.Run("Drain", func(t *testing.T) { s.drain(ctx, t, "team-c") })
+	t.Run("Drain", func(t *testing.T) { s.drain(ctx, t, "team-nat") })
 }
 
 func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
@@ -194,5 +218,18 @@ func (s *system) deletePeerRelay(t *testing.T, ns, name string) {
 	t.Helper()
 	if out, err := s.Kubectl(t, "-n", ns, "delete", "peerrelay", name, "--wait=false"); err != nil {
 		t.Errorf("kubectl delete peerrelay %s: %v\n%s", name, err, out)
+	}
+}
+
+// saysInternal checks that a ready PeerRelay says its replica advertises
+// its node's InternalIP.
+func (s *system) saysInternal(ctx context.Context, t *testing.T, ns, name string) {
+	t.Helper()
+	pr, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, "advertise their node's InternalIP") {
+		t.Errorf("PeerRelayReady %s: %s; want it to say the node's InternalIP is advertised", st, msg)
 	}
 }

@@ -62,6 +62,8 @@ var cases = []renderCase{
 	{"two-steps", "a pipeline with a step before ours", "examples/peerrelay.yaml", "examples/render/composition-two-steps.yaml", nil},
 	{"gcp", "GKE: Input cloud gcp, no load balancer annotations", "examples/peerrelay.yaml", "examples/render/composition-gcp.yaml", nil},
 	{"behind-nat", "behind NAT, dual-stack: spec.service.port and static endpoints", "examples/behind-nat.yaml", compositionV2, nil},
+	{"nodeport", "no load balancer: a NodePort Service, the node advertised", "examples/nodeport.yaml", compositionV2, nil},
+	{"hostport", "no load balancer: the relay's port bound on its node", "examples/hostport.yaml", compositionV2, nil},
 }
 
 func renderAll(t *testing.T, root string) map[string][]byte {
@@ -147,7 +149,7 @@ func TestRenderExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		for _, ns := range []string{"team-a", "team-b", "team-c"} {
+		for _, ns := range []string{"team-a", "team-b", "team-nat", "team-edge"} {
 			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 				t.Fatal(err)
 			}

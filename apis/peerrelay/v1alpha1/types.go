@@ -52,6 +52,8 @@ type PeerRelayList struct {
 // PeerRelaySpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.aws) || !has(self.aws.elasticIPs) || self.aws.elasticIPs.size() >= (has(self.replicas) ? self.replicas : 1)",message="spec.aws.elasticIPs must have at least spec.replicas entries (one per replica)"
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.service) || !has(self.service.port) || self.port == self.service.port",message="spec.port and spec.service.port name the same UDP port: set one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostPort) || !self.hostPort || ((!has(self.service) || !has(self.service.type) || self.service.type == 'LoadBalancer') && !has(self.aws))",message="spec.hostPort advertises each pod's node: it goes with neither spec.service.type NodePort nor spec.aws"
+// +kubebuilder:validation:XValidation:rule="!has(self.service) || !has(self.service.type) || self.service.type != 'NodePort' || !has(self.aws)",message="spec.service.type NodePort advertises each pod's node: it does not go with spec.aws (load balancers)"
 type PeerRelaySpec struct {
 	// Replicas is the number of peer relay devices, each with its own public
 	// endpoint.
@@ -136,6 +138,13 @@ type PeerRelaySpec struct {
 	// +optional
 	AWS *AWSSpec `json:"aws,omitempty"`
 
+	// HostPort has each relay pod bind its UDP port on its node (a container
+	// hostPort) and advertise that node's ExternalIP, else its InternalIP,
+	// on it: no Service is needed to reach it. Two replicas cannot share a
+	// node. For bare metal and the edge.
+	// +optional
+	HostPort bool `json:"hostPort,omitempty"`
+
 	// DisruptionBudget bounds how many replicas a voluntary disruption (a
 	// node drain, a cluster upgrade) may take down at once, through a
 	// PodDisruptionBudget over the relay pods. Default: one at a time.
@@ -208,6 +217,16 @@ type ServiceSpec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	Port *int32 `json:"port,omitempty"`
+
+	// Type of every replica's Service: LoadBalancer (default), each replica
+	// advertised on its load balancer's addresses, or NodePort, each
+	// replica advertised on the node its pod runs on (its ExternalIP, else
+	// its InternalIP) at the Service's node port, with externalTrafficPolicy
+	// Local so that only that node answers and the relay sees its peers'
+	// own addresses. For clusters without a load balancer for UDP.
+	// +kubebuilder:validation:Enum=LoadBalancer;NodePort
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
 
 	// IPFamilyPolicy of every replica's Service. Default PreferDualStack:
 	// on a dual-stack cluster the load balancer gets IPv4 and IPv6

@@ -47,7 +47,33 @@ const (
 	SourceDNS       = "dns"
 	SourceAWSAPI    = "aws-api"
 	SourceStatic    = "static"
+	// The node the replica's pod runs on, by its ExternalIP addresses, or
+	// its InternalIP ones when it has none (spec.forProvider.node).
+	SourceNodeExternalIP = "node-external-ip"
+	SourceNodeInternalIP = "node-internal-ip"
 )
+
+// NodeMode says which port of the replica's node reaches the relay.
+// +kubebuilder:validation:Enum=NodePort;HostPort
+type NodeMode string
+
+// Node modes.
+const (
+	// NodeModeNodePort: the node port of the replica's Service.
+	NodeModeNodePort NodeMode = "NodePort"
+	// NodeModeHostPort: spec.forProvider.port, which the pod binds on its
+	// node (a container hostPort).
+	NodeModeHostPort NodeMode = "HostPort"
+)
+
+// NodeEndpoint advertises the node a replica's pod runs on.
+type NodeEndpoint struct {
+	// Pod is the replica's pod, in the RelayConfig's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Pod string `json:"pod"`
+	// Mode: NodePort or HostPort.
+	Mode NodeMode `json:"mode"`
+}
 
 // LocalRef names an object in the same namespace.
 type LocalRef struct {
@@ -166,6 +192,13 @@ type RelayConfigParameters struct {
 	// AWS tunes the AWS resolution.
 	// +optional
 	AWS *AWSResolution `json:"aws,omitempty"`
+
+	// Node, when set, advertises the node the replica's pod runs on rather
+	// than a load balancer: its ExternalIP addresses (else its InternalIP
+	// ones, and condition Resolved says so) on the Service's node port or
+	// the relay's host port.
+	// +optional
+	Node *NodeEndpoint `json:"node,omitempty"`
 
 	// Traffic, when set, has the provider sample the replica's relay
 	// counters from its pod's metrics port, at most once a minute, into

@@ -59,6 +59,8 @@ type Node struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podRun
 	hold func(*corev1.Pod) bool // pods not run (Hold)
+	// ports forwards hostPorts and NodePorts from the node's address.
+	ports *portMap
 }
 
 // Options are what the node's world looks like from inside a pod.
@@ -114,6 +116,14 @@ func Start(t testing.TB, admin *rest.Config, o Options) *Node {
 		harness.Tool(t, tool)
 	}
 	n.net, n.dir, n.bin = startPodNetwork(t), t.TempDir(), harness.ToolsDir(t)
+	// The node's address is the bridge's: pods and test hosts reach it. It
+	// has no ExternalIP, as on most bare-metal clusters.
+	n.ports = &portMap{node: n.net.Gateway}
+	orig := node.DeepCopy()
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.net.Gateway.String()}, {Type: corev1.NodeHostName, Address: NodeName}}
+	if err := kube.Status().Patch(context.Background(), node, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
 	apiServer, err := url2hostport(admin.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +148,7 @@ func Start(t testing.TB, admin *rest.Config, o Options) *Node {
 			}
 		}
 		stopProxy()
+		n.ports.close()
 	})
 	return n
 }
@@ -281,6 +292,7 @@ func (n *Node) pass(ctx context.Context) {
 	for _, r := range gone {
 		r.stop(time.Second)
 	}
+	n.ports.sync(n.mappedPorts(ctx, pods.Items))
 }
 
 // removePod is the kubelet's last word on a pod it no longer runs.
@@ -370,6 +382,10 @@ func (n *Node) setWaiting(ctx context.Context, p *corev1.Pod, reason, msg string
 	}}
 	_ = n.admin.Status().Patch(ctx, p, client.MergeFrom(orig))
 }
+
+// Address is the node's InternalIP (it has no ExternalIP): where its
+// hostPorts and NodePorts are reached.
+func (n *Node) Address() netip.Addr { return n.net.Gateway }
 
 // ServicesIP is an address on the host that every pod reaches: where the
 // test serves what pods talk to (Tailscale's control server, APIs).
