@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +45,22 @@ func TestNodePortRelay(t *testing.T) {
 	relay := s.localClient(t, ns, name+"-0-0")
 	s.waitRelayPrefs(t, relay, []netip.AddrPort{endpoint})
 
-	a := s.client(t, "client-a")
-	b := s.client(t, "client-b")
+	// Outside the cluster the pod network is not routed: the clients reach
+	// the node, not the relay pod's own address (which tailscaled also
+	// advertises).
+	pod := &corev1.Pod{}
+	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	outside := func(hostname string) *tailnet.Daemon {
+		netns, _ := s.node.TestHost(t)
+		if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", pod.Status.PodIP+"/32").CombinedOutput(); err != nil {
+			t.Fatalf("keeping %s off the pod network: %v: %s", hostname, err, out)
+		}
+		return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
+	}
+	a := outside("client-a")
+	b := outside("client-b")
 	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
 	bIP := tailnet.WaitRunning(t, b.LocalClient, time.Minute)
 	via := tailnet.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
