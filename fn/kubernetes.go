@@ -259,7 +259,7 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 		Affinity:                  inZone(pod.Affinity, zone),
 		ImagePullSecrets:          pod.ImagePullSecrets,
 		SecurityContext:           pod.PodSecurityContext,
-		TopologySpreadConstraints: pod.TopologySpreadConstraints,
+		TopologySpreadConstraints: spread(r, zone),
 		PriorityClassName:         pod.PriorityClassName,
 	}
 	if pod.Resources != nil {
@@ -333,6 +333,24 @@ func gomaxprocs(res corev1.ResourceRequirements) (corev1.EnvVar, bool) {
 	return corev1.EnvVar{Name: envGOMAXPROCS, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
 		ContainerName: containerName, Resource: from, Divisor: resource.MustParse("1"),
 	}}}, true
+}
+
+// spread is the user's topology spread constraints (spec.pod, a
+// ProxyClass), else, for a replica no zone pins, a soft spread of the
+// PeerRelay's pods over zones and nodes: one zone or node going down, or
+// drained, should not take every replica. Soft (ScheduleAnyway), so a
+// single-zone or single-node cluster still runs them all. The same for
+// every replica count: a scale must not change, so restart, a running
+// replica's pod template.
+func spread(r *relay, zone string) []corev1.TopologySpreadConstraint {
+	if len(r.Pod.TopologySpreadConstraints) > 0 || zone != "" {
+		return r.Pod.TopologySpreadConstraints
+	}
+	sel := &metav1.LabelSelector{MatchLabels: selectorLabels(r)}
+	return []corev1.TopologySpreadConstraint{
+		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel},
+		{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: sel},
+	}
 }
 
 // inZone adds "in zone" to the pods' required node affinity, keeping the

@@ -177,6 +177,10 @@ func TestReplicaStatefulSet(t *testing.T) {
 					Spec: corev1.PodSpec{
 						ServiceAccountName: "my-relay",
 						EnableServiceLinks: ptr.To(false),
+						TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+							{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelName: appName, labelInstance: "my-relay"}}},
+							{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelName: appName, labelInstance: "my-relay"}}},
+						},
 						Volumes: []corev1.Volume{
 							{Name: configVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "my-relay-1-config"}}},
 							{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -251,6 +255,7 @@ func TestReplicaStatefulSet(t *testing.T) {
 			zone: "eu-west-1b",
 			want: func() *appsv1.StatefulSet {
 				s := want()
+				s.Spec.Template.Spec.TopologySpreadConstraints = nil // its zone is pinned
 				s.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 						{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"edge"}},
@@ -328,6 +333,17 @@ func TestReplicaStatefulSet(t *testing.T) {
 			want: func() *appsv1.StatefulSet {
 				s := want()
 				s.Spec.Template.Spec.Containers[0].Ports[1].HostPort = 41641
+				return s
+			}(),
+		},
+		"SpreadOfTheUser": {
+			reason: "Topology spread constraints of the user's (spec.pod, a ProxyClass) replace the default spread.",
+			r: testRelay(t, func(r *relay) {
+				r.Pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule}}
+			}),
+			want: func() *appsv1.StatefulSet {
+				s := want()
+				s.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule}}
 				return s
 			}(),
 		},
