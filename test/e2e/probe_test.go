@@ -55,7 +55,9 @@ func TestProbeReachesRelay(t *testing.T) {
 
 	// A black hole: a socket that reads and never answers, as a wrong-zone
 	// Elastic IP or a firewall that drops does.
-	hole, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	// On an address of its own: a static entry for the relay's own address
+	// would replace its endpoint (a static entry's port wins).
+	hole, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)})
 	must(t, err)
 	defer func() { _ = hole.Close() }()
 	dropped := hole.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -141,7 +143,9 @@ func TestProviderProbesReplicas(t *testing.T) {
 		t.Errorf("%d prober keys minted, want 1", proberKeys)
 	}
 
-	hole, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	// On an address of its own: a static entry for the relay's own address
+	// would replace its endpoint (a static entry's port wins).
+	hole, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)})
 	must(t, err)
 	defer func() { _ = hole.Close() }()
 	dropped := hole.LocalAddr().String()

@@ -81,6 +81,7 @@ func TestPackages(t *testing.T) {
 				"CompositeResourceDefinition/xpeerrelays.legacy.peerrelay.io",
 				"Composition/peerrelays.peerrelay.io",
 				"Composition/xpeerrelays.legacy.peerrelay.io",
+				"ManagedResourceActivationPolicy/peerrelay-aws",
 			},
 		},
 	}
