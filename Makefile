@@ -191,8 +191,10 @@ unit:
 
 # Every tier: unit, integration (the provider against a real API server,
 # moto and DNS) and the system tests in test/ (real Crossplane, real pods).
+# The system suite (test/crossplane) runs for 10 to 12 minutes on 2 cores,
+# past go test's default 10-minute timeout.
 test: tools build xpkg
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 # The system suite (test/crossplane) against other Crossplane core versions
 # (each built once from the module proxy into .cache/matrix/<version>). Not
