@@ -98,7 +98,7 @@ func BenchmarkRunFunction(b *testing.B) {
 					return raw
 				}
 				got := &fnv1.RunFunctionResponse{}
-				if err := proto.Unmarshal(call(warm), got); err != nil || len(got.GetDesired().GetResources()) != 3+3*n { // SA, Role, RoleBinding; per replica StatefulSet, Service, RelayConfig
+				if err := proto.Unmarshal(call(warm), got); err != nil || len(got.GetDesired().GetResources()) != 4+3*n { // SA, Role, RoleBinding, PodDisruptionBudget; per replica StatefulSet, Service, RelayConfig
 					b.Fatalf("unexpected response: %v %v", err, got.GetResults())
 				}
 				b.Run(fmt.Sprintf("cache=%s/aws=%v/replicas=%d", cache, aws, n), func(b *testing.B) {
