@@ -151,8 +151,8 @@ func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
 		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0-0"}, p); err != nil {
 			return err
 		}
-		if p.UID == before[p.Name] || !podReady(p) {
-			return fmt.Errorf("pod %s (uid %s) ready %v", p.Name, p.UID, podReady(p))
+		if p.UID == before[p.Name] || !harness.PodReady(p) {
+			return fmt.Errorf("pod %s (uid %s) ready %v", p.Name, p.UID, harness.PodReady(p))
 		}
 		return nil
 	})
@@ -182,10 +182,10 @@ func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
 			ready := 0
 			replaced = 0
 			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && podReady(&p) {
+				if p.DeletionTimestamp == nil && harness.PodReady(&p) {
 					ready++
 				}
-				if p.UID != before[p.Name] && podReady(&p) && p.Annotations["example.com/rollout"] == "2" {
+				if p.UID != before[p.Name] && harness.PodReady(&p) && p.Annotations["example.com/rollout"] == "2" {
 					replaced++
 				}
 			}
@@ -201,15 +201,6 @@ func (s *system) drain(ctx context.Context, t *testing.T, ns string) {
 		s.waitReady(ctx, t, ns, name, time.Minute)
 	})
 	s.deletePeerRelay(t, ns, name)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // deletePeerRelay deletes a v2 PeerRelay and does not wait: its relays stop

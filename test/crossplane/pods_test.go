@@ -186,10 +186,8 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 		if p.UID == old {
 			return fmt.Errorf("still the old pod")
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
+		if harness.PodReady(p) {
+			return nil
 		}
 		return fmt.Errorf("not ready: %s", s.node.Logs(ns, name+"-0-0"))
 	})

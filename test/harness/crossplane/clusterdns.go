@@ -70,22 +70,13 @@ func (d *clusterDNS) sync(ctx context.Context, admin client.Client) {
 		}
 		var ips []string
 		for _, p := range pods.Items {
-			if p.Status.PodIP != "" && p.DeletionTimestamp == nil && podReady(&p) {
+			if p.Status.PodIP != "" && p.DeletionTimestamp == nil && harness.PodReady(&p) {
 				ips = append(ips, p.Status.PodIP)
 			}
 		}
 		d.Set(s.Name+"."+s.Namespace, ips...)
 		d.Set(s.Name+"."+s.Namespace+".svc.cluster.local", ips...)
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // inMountNamespace wraps a command so that it runs in a private mount

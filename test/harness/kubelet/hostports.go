@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/peerrelay/peerrelay/test/harness"
 )
 
 // portMap forwards UDP ports of the node's address to pods, as the CNI
@@ -87,7 +89,7 @@ func (n *Node) mappedPorts(ctx context.Context, pods []corev1.Pod) map[uint16]ne
 		sel := labels.SelectorFromSet(s.Spec.Selector)
 		for _, p := range pods {
 			ip, ok := ips[p.Namespace+"/"+p.Name]
-			if !ok || p.Namespace != s.Namespace || !sel.Matches(labels.Set(p.Labels)) || !ready(&p) {
+			if !ok || p.Namespace != s.Namespace || !sel.Matches(labels.Set(p.Labels)) || !harness.PodReady(&p) {
 				continue
 			}
 			for _, sp := range s.Spec.Ports {
@@ -98,15 +100,6 @@ func (n *Node) mappedPorts(ctx context.Context, pods []corev1.Pod) map[uint16]ne
 		}
 	}
 	return want
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // udpForward is one forwarded port.
