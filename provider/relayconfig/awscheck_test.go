@@ -2,9 +2,11 @@ package relayconfig_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,10 +115,47 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 	e.config(t, "relay-0-config", "the load balancer's Elastic IP", endpointsAre(ip+":41641"))
 }
 
+// TestAWSPlacementCheckRetried: a check that AWS fails (a timeout, a 5xx)
+// is retried with backoff, not at the next poll (an hour here, 10 minutes
+// by default), while the replica's Service waits for it; nothing touches
+// the RelayConfig in between.
+func TestAWSPlacementCheckRetried(t *testing.T) {
+	m := cloud.StartMoto(t)
+	n := m.CreateAWSNetwork(t)
+	faults := cloud.StartFaultProxy(t, m.Endpoint)
+	faults.Fail(http.StatusInternalServerError)
+	e := awsEnvAt(t, faults.URL)
+	e.service(t, "relay-0", corev1.LoadBalancerIngress{IP: "203.0.113.50"})
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{SubnetID: n.PublicSubnet, AllocationID: n.FreeAllocations[0]}
+	})
+	// Once the config is written, the failure is the reconcile's: Synced
+	// says so, and the reconciler retries.
+	e.waitFor(t, "relay-0", "CheckFailed and Synced=False while AWS fails", func(rc *v1alpha1.RelayConfig) bool {
+		synced := rc.GetCondition(xpv2.TypeSynced)
+		return rc.GetCondition(v1alpha1.ConditionAWSPlacement).Reason == v1alpha1.ReasonCheckFailed &&
+			synced.Status == corev1.ConditionFalse && strings.Contains(synced.Message, "cannot check the placement against AWS")
+	})
+	e.config(t, "relay-0-config", "the ingress endpoint, the check failing or not", endpointsAre("203.0.113.50:41641"))
+	faults.Fail(0)
+	e.waitFor(t, "relay-0", "a placement checked once AWS answers", func(rc *v1alpha1.RelayConfig) bool {
+		a := rc.Status.AtProvider.AWS
+		return a != nil && a.Checked && a.AllocationID == n.FreeAllocations[0] &&
+			rc.GetCondition(v1alpha1.ConditionAWSPlacement).Reason == v1alpha1.ReasonPlacementValid &&
+			rc.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
+	})
+}
+
 func awsEnv(t *testing.T, m *cloud.Moto) *env {
 	t.Helper()
+	return awsEnvAt(t, m.Endpoint)
+}
+
+// awsEnvAt is awsEnv with the AWS API at endpoint (a fault proxy).
+func awsEnvAt(t *testing.T, endpoint string) *env {
+	t.Helper()
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{
-		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},
+		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: endpoint},
 	}})
 	must(t, e.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "aws"},
 		Data: map[string][]byte{"aws_access_key_id": []byte("testing"), "aws_secret_access_key": []byte("testing")}}))

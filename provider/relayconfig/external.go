@@ -85,7 +85,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.checkPlacement(ctx, mg)
+	checkErr := e.checkPlacement(ctx, mg)
 	start := time.Now()
 	var res resolve.Result
 	var resolveErr error
@@ -175,6 +175,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	if resolveErr != nil {
 		// Synced=False with the reason, an event, and a retry with backoff.
 		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", resolveErr)
+	}
+	if checkErr != nil {
+		return managed.ExternalObservation{}, checkErr // the same: retried with backoff
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
