@@ -67,6 +67,7 @@ func TestCrossplane(t *testing.T) {
 	t.Run("SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
 	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
 	t.Run("Modes", func(t *testing.T) { s.modes(ctx, t) })
+	t.Run("DeleteOrder", func(t *testing.T) { s.deleteOrder(ctx, t) })
 	t.Run("BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
 	t.Run("MinimalNoKey", func(t *testing.T) { s.minimalNoKey(ctx, t) })
 	t.Run("TailnetUnavailable", func(t *testing.T) { s.tailnetUnavailable(ctx, t) })

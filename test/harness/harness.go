@@ -6,8 +6,9 @@
 // their own:
 //
 //   - cloud: moto_server (AWS) and its fixtures, a DNS server, a fault proxy;
-//   - crossplane: Crossplane core and its RBAC manager, the package
-//     registry, the cluster DNS, the External package runtime;
+//   - crossplane: Crossplane core (its webhooks on, as Helm installs it)
+//     and its RBAC manager, the package registry, the cluster DNS, the
+//     External package runtime;
 //   - kubelet: the test node that runs pods (images, volumes, network and
 //     mount namespaces, probes), or a hollow one that runs none;
 //   - tailnet: Tailscale's control plane and real tailscaled processes;

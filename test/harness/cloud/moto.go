@@ -35,9 +35,17 @@ func (m *Moto) Stop() { m.stop() }
 // test ends.
 func StartMoto(t testing.TB) *Moto {
 	t.Helper()
+	host, _, _ := net.SplitHostPort(harness.LoopbackAddress())
+	return StartMotoOn(t, host)
+}
+
+// StartMotoOn is StartMoto on one of the host's addresses: the pod
+// network's services address, for a provider that runs in a pod.
+func StartMotoOn(t testing.TB, host string) *Moto {
+	t.Helper()
 	bin, err := exec.LookPath("moto_server")
 	harness.Need(t, err == nil, "moto_server not on PATH: pip install 'moto[server]==5.2.1', or apt install python3-moto")
-	host, port, _ := net.SplitHostPort(harness.LoopbackAddress())
+	_, port, _ := net.SplitHostPort(harness.LoopbackAddress()) // a port no other server of this process holds
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-H", host, "-p", port)
 	cmd.Env = append(os.Environ(), "MOTO_ALLOW_NONEXISTENT_REGION=true")
@@ -58,7 +66,13 @@ func StartMoto(t testing.TB) *Moto {
 			_ = logf.Close()
 		})
 	}
-	t.Cleanup(stop)
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			log, _ := os.ReadFile(logf.Name())
+			t.Logf("---- moto_server's requests (last 8 KiB) ----\n%s", harness.Tail(string(log), 8192))
+		}
+	})
 	m := &Moto{Endpoint: "http://" + net.JoinHostPort(host, port), stop: stop}
 	deadline := time.Now().Add(motoStartTimeout)
 	for time.Now().Before(deadline) {

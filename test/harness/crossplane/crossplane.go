@@ -38,6 +38,8 @@ const (
 	rbacManagerSA       = "rbac-manager"
 	caSecretName        = "crossplane-root-ca"
 	clientTLSSecretName = "crossplane-tls-client"
+	serverTLSSecretName = "crossplane-tls-server"
+	webhookServiceName  = "crossplane-webhooks"
 	crossplaneModule    = "github.com/crossplane/crossplane/v2"
 )
 
@@ -46,6 +48,8 @@ const (
 // namespaces, ServiceAccounts, ClusterRole aggregation), Crossplane core and
 // its RBAC manager each as their own ServiceAccount with the RBAC Crossplane's
 // Helm chart gives them, and a loopback registry holding our packages.
+// Core serves its webhooks, as it does by default: the API server calls
+// the Usage webhook (webhook.go), and Usages are reconciled only then.
 // Packages run in Crossplane's default package runtime: a Deployment per
 // revision, whose pods the test node runs from the package's image; with
 // ExternalRuntime, Runtime (runtime.go) plays that part with host processes.
@@ -150,10 +154,18 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	// crossplane core init, as its init container runs: CRDs, the lock, the
 	// CA and Crossplane's client certificate. Right after the CRDs apply, the
 	// first try can fail ("no matches for kind Lock"); it is retried.
+	// With webhooks on, as Crossplane's Helm chart runs it, init also
+	// makes the webhook's server certificate and installs the
+	// ValidatingWebhookConfiguration that enforces Usages.
+	webhookPort := startWebhookService(t, c.Admin)
 	initEnv := append(env, "CRDS_PATH="+filepath.Join(crossplaneDir, "cluster", "crds"),
-		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName)
+		"TLS_CA_SECRET_NAME="+caSecretName, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName,
+		"TLS_SERVER_SECRET_NAME="+serverTLSSecretName,
+		"WEBHOOK_CONFIGS_PATH="+filepath.Join(crossplaneDir, "cluster", "webhookconfigurations"),
+		"WEBHOOK_SERVICE_NAME="+webhookServiceName, "WEBHOOK_SERVICE_NAMESPACE="+CrossplaneNamespace,
+		fmt.Sprintf("WEBHOOK_SERVICE_PORT=%d", webhookPort))
 	harness.Eventually(t, 90*time.Second, "crossplane core init", func(context.Context) error {
-		cmd := exec.Command(crossplaneBin(t), "core", "init", "--enable-webhooks=false", "--activation=*")
+		cmd := exec.Command(crossplaneBin(t), "core", "init", "--activation=*")
 		cmd.Env = append(os.Environ(), initEnv...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%v: %s", err, harness.Tail(string(out), 2000))
@@ -162,6 +174,8 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	})
 	clientCerts := filepath.Join(c.Dir, "tls-client")
 	c.copySecret(t, clientTLSSecretName, clientCerts)
+	serverCerts := filepath.Join(c.Dir, "tls-server")
+	c.copySecret(t, serverTLSSecretName, serverCerts)
 
 	// The RBAC manager serves metrics on :8080 and has no flag to move it.
 	if l, err := net.Listen("tcp", ":8080"); err != nil {
@@ -194,7 +208,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		debug = nil
 	}
 	args := []string{
-		"core", "start", "--enable-webhooks=false",
+		"core", "start", fmt.Sprintf("--webhook-port=%d", webhookPort),
 		"--xpkg-cache-dir=" + cache, "--ca-bundle-path=" + caBundle,
 		// Port 0: any free port; nothing here reads them.
 		"--metrics-port=0", "--health-probe-port=0",
@@ -205,7 +219,9 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	}
 	bin, args := inMountNamespace(c.dns.resolvConf, crossplaneBin(t), append(args, debug...))
 	c.Core = harness.StartProcess(t, "crossplane core", bin, args,
-		append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName))
+		append(env, "TLS_CLIENT_CERTS_DIR="+clientCerts, "TLS_CLIENT_SECRET_NAME="+clientTLSSecretName,
+			"TLS_SERVER_CERTS_DIR="+serverCerts, "TLS_SERVER_SECRET_NAME="+serverTLSSecretName))
+	waitWebhook(t, c.Core, webhookPort)
 	return c
 }
 
