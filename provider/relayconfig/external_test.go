@@ -893,7 +893,9 @@ func TestCheckPlacement(t *testing.T) {
 				rc.Status.AtProvider.AWS = tc.prev
 			})
 			e := &external{resolver: &resolve.Resolver{}}
-			e.checkPlacement(t.Context(), mg)
+			if err := e.checkPlacement(t.Context(), mg); err != nil {
+				t.Errorf("%s\nno AWS call was made, yet: %v", tc.reason, err)
+			}
 			if diff := cmp.Diff(tc.want, mg.Status.AtProvider.AWS); diff != "" {
 				t.Errorf("%s\nstatus.atProvider.aws (-want +got):\n%s", tc.reason, diff)
 			}

@@ -189,9 +189,9 @@ func (s *system) installNamespacedEIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.applyJSON(t, string(j), fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+	s.applyJSON(t, string(j), `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
 "metadata":{"name":"crossplane:provider-aws-ec2:eips","labels":{"rbac.crossplane.io/aggregate-to-crossplane":"true"}},
-"rules":[{"apiGroups":["ec2.aws.m.upbound.io"],"resources":["eips","eips/status"],"verbs":["*"]}]}`))
+"rules":[{"apiGroups":["ec2.aws.m.upbound.io"],"resources":["eips","eips/status"],"verbs":["*"]}]}`)
 	if out, err := s.Kubectl(t, "wait", "--for=condition=Established", "crd/eips.ec2.aws.m.upbound.io", "--timeout=60s"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
