@@ -173,7 +173,10 @@ func (s summary) internalNodes() string {
 	if len(idx) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; replicas %s advertise their node's InternalIP (it has no ExternalIP): peers reach them only where that network is routed", strings.Join(idx, ", "))
+	if len(idx) == 1 {
+		return fmt.Sprintf("; replica %s advertises its node's InternalIP (the node has no ExternalIP): peers reach it only where that network is routed", idx[0])
+	}
+	return fmt.Sprintf("; replicas %s advertise their nodes' InternalIPs (the nodes have no ExternalIP): peers reach them only where that network is routed", strings.Join(idx, ", "))
 }
 
 // probed names the replicas whose Reachable condition has status st, and

@@ -297,7 +297,14 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			reason:     "A replica advertised on its node's InternalIP is ready, and the message says peers reach it only where that network is routed.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("node-internal-ip", cleanup), "statefulset-0": pod},
 			wantReason: reasonReady,
-			wantMsg:    "replicas 0 advertise their node's InternalIP",
+			wantMsg:    "replica 0 advertises its node's InternalIP (the node has no ExternalIP)",
+		},
+		"NodesInternalIP": {
+			reason:     "Of two replicas on their nodes' InternalIPs, the message names both, in the plural.",
+			replicas:   2,
+			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("node-internal-ip", cleanup), "statefulset-0": pod, "service-1": noIngress, "relayconfig-1": rc("node-internal-ip", cleanup), "statefulset-1": pod},
+			wantReason: reasonReady,
+			wantMsg:    "replicas 0, 1 advertise their nodes' InternalIPs (the nodes have no ExternalIP)",
 		},
 		"TailnetUnavailable": {
 			reason:     "A spec.tailnet whose ClusterProviderConfig the provider cannot read is TailnetUnavailable, with the provider's words.",

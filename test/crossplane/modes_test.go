@@ -220,7 +220,7 @@ func (s *system) saysInternal(ctx context.Context, t *testing.T, ns, name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, "advertise their node's InternalIP") {
+	if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, "advertises its node's InternalIP") {
 		t.Errorf("PeerRelayReady %s: %s; want it to say the node's InternalIP is advertised", st, msg)
 	}
 }
