@@ -106,6 +106,11 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 				t.Errorf("the Usage is by %q, want the %s %q", by, tc.userKind, user.GetName())
 			}
 			s.setFinalizers(ctx, t, user, append(user.GetFinalizers(), tc.finalizer))
+			t.Cleanup(func() { // a failure below leaves nothing held
+				if u, err := s.Get(ctx, tc.userAPI, tc.userKind, ns, user.GetName()); err == nil && slices.Contains(u.GetFinalizers(), tc.finalizer) {
+					s.setFinalizers(ctx, t, u, slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == tc.finalizer }))
+				}
+			})
 
 			// Everything is deleted at once; the EIP's deletion is refused
 			// and recorded while its user is held.
