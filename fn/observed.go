@@ -77,8 +77,12 @@ type replicaObservation struct {
 	configReady  bool // the RelayConfig reports Ready
 	podReady     bool
 	// lbAddress: the replica's load balancer has an address (static
-	// endpoints alone do not count: no load balancer may exist yet).
+	// endpoints alone do not count: no load balancer may exist yet; nor
+	// do a NodePort or hostPort replica's node addresses).
 	lbAddress bool
+	// nodeAddress: the provider advertises the replica's node's address
+	// (NodePort, hostPort).
+	nodeAddress bool
 	// staticOnly: the provider advertises the replica's static endpoints
 	// and no load balancer address.
 	staticOnly bool
@@ -117,7 +121,8 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		}
 		at := atProvider(rc)
 		ro.traffic = at.Traffic
-		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic)
+		ro.nodeAddress = at.Source == relayv1alpha1.SourceNodeExternalIP || at.Source == relayv1alpha1.SourceNodeInternalIP
+		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic && !ro.nodeAddress)
 		ro.staticOnly = at.Source == relayv1alpha1.SourceStatic && len(at.Endpoints) > 0
 		ro.nodeInternal = at.Source == relayv1alpha1.SourceNodeInternalIP
 		// The provider's list is what the replica actually advertises

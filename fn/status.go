@@ -96,7 +96,7 @@ func summarise(r *relay, o observedState) summary {
 			unproven++
 		}
 		rs.Ready = advertised && ro.podReady && rs.Reachable != corev1.ConditionFalse
-		rs.Reason = replicaWaits(ro, rs.LoadBalancerReady || ro.staticOnly, advertised)
+		rs.Reason = replicaWaits(ro, r.nodeMode() != "", rs.LoadBalancerReady || ro.staticOnly || ro.nodeAddress, advertised)
 		if rs.Ready {
 			readyReplicas++
 		}
@@ -144,10 +144,12 @@ func summarise(r *relay, o observedState) summary {
 
 // replicaWaits says what a replica that is not ready waits for, first
 // things first; "" when it is ready.
-func replicaWaits(ro replicaObservation, addressed, advertised bool) string {
+func replicaWaits(ro replicaObservation, onNode, addressed, advertised bool) string {
 	switch {
 	case ro.key.Status == corev1.ConditionFalse && ro.key.Reason != relayv1alpha1.ReasonKeyMinting:
 		return string(ro.key.Reason) + ": " + ro.key.Message
+	case !addressed && onNode:
+		return "waiting for its node's address (its pod scheduled on a node with one)"
 	case !addressed:
 		return "waiting for its load balancer's address"
 	case !advertised:

@@ -466,3 +466,62 @@ func TestRunFunctionReplicaTraffic(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFunctionNodeModeReplicaStatus: a NodePort or hostPort replica has
+// no load balancer. Its status says so (loadBalancerReady false) whether or
+// not it is advertised on its node's address, and while it has none it
+// waits for its node's address, not a load balancer's.
+func TestRunFunctionNodeModeReplicaStatus(t *testing.T) {
+	rc := func(source string) string {
+		return "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  atProvider: {source: " + source +
+			", endpoints: [\"198.51.100.7:30041\"]}\n  conditions:\n  - {type: Ready, status: \"True\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}"
+	}
+	const (
+		svc       = "apiVersion: v1\nkind: Service\nmetadata: {name: s}"
+		pod       = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nstatus: {readyReplicas: 1}"
+		noAddress = "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions:\n  - {type: Ready, status: \"False\", reason: Unavailable, lastTransitionTime: \"2026-01-01T00:00:00Z\"}"
+	)
+	cases := map[string]struct {
+		reason   string
+		spec     string
+		observed map[string]string
+		wantWait string
+	}{
+		"NodePortAdvertised": {
+			reason:   "A NodePort replica advertised on its node's ExternalIP is ready, with no load balancer.",
+			spec:     "replicas: 1\nservice: {type: NodePort}",
+			observed: map[string]string{"service-0": svc, "relayconfig-0": rc("node-external-ip"), "statefulset-0": pod},
+		},
+		"HostPortOnInternalIP": {
+			reason:   "A hostPort replica on its node's InternalIP is ready too.",
+			spec:     "replicas: 1\nhostPort: true",
+			observed: map[string]string{"service-0": svc, "relayconfig-0": rc("node-internal-ip"), "statefulset-0": pod},
+		},
+		"NodePortWaiting": {
+			reason:   "Before the provider has its node's address, the replica waits for that, not for a load balancer.",
+			spec:     "replicas: 1\nservice: {type: NodePort}",
+			observed: map[string]string{"service-0": svc, "relayconfig-0": noAddress, "statefulset-0": pod},
+			wantWait: "waiting for its node's address (its pod scheduled on a node with one)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := map[string]*fnv1.Resource{}
+			for k, y := range tc.observed {
+				obs[k] = observedRes(t, y)
+			}
+			rsp := run(t, &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: xr(t, tc.spec), Resources: obs}})
+			replicas, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "replicas").([]any)
+			if len(replicas) != 1 {
+				t.Fatalf("%s\nstatus.replicas: %v", tc.reason, replicas)
+			}
+			rs, _ := replicas[0].(map[string]any)
+			if rs["loadBalancerReady"] != false {
+				t.Errorf("%s\nstatus.replicas[0].loadBalancerReady: %v, want false: there is no load balancer", tc.reason, rs["loadBalancerReady"])
+			}
+			if got, _ := rs["reason"].(string); got != tc.wantWait {
+				t.Errorf("%s\nstatus.replicas[0].reason: %q, want %q", tc.reason, got, tc.wantWait)
+			}
+		})
+	}
+}

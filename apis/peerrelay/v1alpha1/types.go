@@ -401,7 +401,8 @@ type ReplicaStatus struct {
 	// +optional
 	Zone string `json:"zone,omitempty"`
 	// LoadBalancerReady: the replica's Service has a load balancer
-	// address (static endpoints alone do not count).
+	// address (static endpoints alone do not count; a NodePort or hostPort
+	// replica has no load balancer, and it is false).
 	LoadBalancerReady bool `json:"loadBalancerReady"`
 	// Reachable: whether the replica's advertised endpoints answered the
 	// provider's probe (True, False, or Unknown while it cannot tell);
