@@ -156,7 +156,9 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 			t.Logf("%s: the %s, then the EIP and the PeerRelay gone", time.Now().Format("15:04:05.000"), tc.userKind)
 		})
 	}
-	s.waitEmpty(ctx, t, ns, time.Minute)
+	// The relays' RelayConfigs, pods and Secrets go in the background, as
+	// Kubernetes' garbage collector gets to them: up to a minute was seen.
+	s.waitEmpty(ctx, t, ns, 2*time.Minute)
 }
 
 // allocateEIP plays provider-aws for PeerRelay ns/name's one composed EIP:
