@@ -56,14 +56,15 @@ var ErrNoAddress = errors.New("the Service has no load balancer address yet")
 // keeps its last good endpoints.
 func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters) (Result, error) {
 	var res Result
-	if _, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints); err != nil {
-		return res, err
+	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
+	if err != nil {
+		return res, err // before any lookup
 	}
 	addrs, err := r.resolveService(ctx, svc, p, &res)
 	if err != nil {
 		return res, err
 	}
-	return withStatic(res, addrs, uint16(p.Port), p.StaticEndpoints)
+	return withStatic(res, addrs, uint16(p.Port), static), nil
 }
 
 // FromNode is the answer for a replica advertised on its node
@@ -77,15 +78,15 @@ func FromNode(addrs []netip.Addr, internal bool, port uint16, static []string) (
 			res.Source = v1alpha1.SourceNodeInternalIP
 		}
 	}
-	return withStatic(res, addrs, port, static)
-}
-
-// withStatic puts addrs on port and merges the static endpoints in.
-func withStatic(res Result, addrs []netip.Addr, port uint16, staticEndpoints []string) (Result, error) {
-	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", staticEndpoints)
+	parsed, err := endpoint.Parse("spec.forProvider.staticEndpoints", static)
 	if err != nil {
 		return res, err
 	}
+	return withStatic(res, addrs, port, parsed), nil
+}
+
+// withStatic puts addrs on port and merges the static endpoints in.
+func withStatic(res Result, addrs []netip.Addr, port uint16, static []netip.AddrPort) Result {
 	for _, a := range addrs {
 		// A static entry for an address the load balancer provides says
 		// which port reaches it (a port forward, a NAT): its port wins,
@@ -99,7 +100,7 @@ func withStatic(res Result, addrs []netip.Addr, port uint16, staticEndpoints []s
 		res.Source = v1alpha1.SourceStatic
 	}
 	res.Endpoints = endpoint.Normalize(append(res.Endpoints, static...))
-	return res, nil
+	return res
 }
 
 func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters, res *Result) ([]netip.Addr, error) {
