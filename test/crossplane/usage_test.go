@@ -106,11 +106,19 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 				t.Errorf("the Usage is by %q, want the %s %q", by, tc.userKind, user.GetName())
 			}
 			s.setFinalizers(ctx, t, user, append(user.GetFinalizers(), tc.finalizer))
-			t.Cleanup(func() { // a failure below leaves nothing held
-				if u, err := s.Get(ctx, tc.userAPI, tc.userKind, ns, user.GetName()); err == nil && slices.Contains(u.GetFinalizers(), tc.finalizer) {
+			// release lets the user go, as its controller does once the NLB
+			// is deleted in AWS.
+			release := func() error {
+				u, err := s.Get(ctx, tc.userAPI, tc.userKind, ns, user.GetName())
+				if err != nil {
+					return err
+				}
+				if slices.Contains(u.GetFinalizers(), tc.finalizer) {
 					s.setFinalizers(ctx, t, u, slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == tc.finalizer }))
 				}
-			})
+				return nil
+			}
+			t.Cleanup(func() { _ = release() }) // a failure below leaves nothing held
 
 			// Everything is deleted at once; the EIP's deletion is refused
 			// and recorded while its user is held.
@@ -139,11 +147,9 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 
 			// The NLB is gone: its holder goes, then the EIP, and the
 			// PeerRelay.
-			u, err := s.Get(ctx, tc.userAPI, tc.userKind, ns, user.GetName())
-			if err != nil {
+			if err := release(); err != nil {
 				t.Fatal(err)
 			}
-			s.setFinalizers(ctx, t, u, slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == tc.finalizer }))
 			harness.Eventually(t, time.Minute, "the EIP deleted after its "+tc.userKind, func(ctx context.Context) error {
 				if _, err := s.Get(ctx, eipAPI, "EIP", ns, eip); !kerrors.IsNotFound(err) {
 					return fmt.Errorf("the EIP is still there (%v)", err)
