@@ -71,8 +71,8 @@ func TestDemo(t *testing.T) {
 	})
 
 	say("\nTwo tailnet clients that may not use direct UDP (TS_DEBUG_NEVER_DIRECT_UDP=1) ping each other:")
-	a := s.client(t, "client-a")
-	b := s.client(t, "client-b")
+	a := s.client(ctx, t, "client-a", "team-a", "my-relay")
+	b := s.client(ctx, t, "client-b", "team-a", "my-relay")
 	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
 	bIP := tailnet.WaitRunning(t, b.LocalClient, time.Minute)
 	via := tailnet.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -114,13 +115,18 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 	// Two clients kept off direct paths reach each other through a replica,
 	// and the replicas' metrics (spec.metrics) count what they forwarded.
 	forwardedBefore, _ := s.relayMetrics(ctx, t, ns, name)
-	a := s.client(t, "client-a")
-	b := s.client(t, "client-b")
+	a := s.client(ctx, t, "client-a", ns, name)
+	b := s.client(ctx, t, "client-b", ns, name)
 	tailnet.WaitRunning(t, a.LocalClient, time.Minute)
 	bIP := tailnet.WaitRunning(t, b.LocalClient, time.Minute)
 	via := tailnet.PingThroughPeerRelay(t, a.LocalClient, bIP, 90*time.Second)
 	if !strings.Contains(via, fmt.Sprintf(":%d", relayPort)) {
 		t.Errorf("the ping went through %s, not a replica's port %d", via, relayPort)
+	}
+	if ours := s.relayPodIPs(ctx, t, ns, name); !slices.ContainsFunc(ours, func(ip string) bool {
+		return strings.HasPrefix(via, ip+":") || strings.HasPrefix(via, "["+ip+"]:")
+	}) {
+		t.Errorf("the ping went through %s, not one of this PeerRelay's pods %v", via, ours)
 	}
 	sessions := 0
 	for i := range 2 {
@@ -303,11 +309,50 @@ func keys[V any](m map[string]V) []string {
 
 // client runs a tailnet client on a test host of its own on the node's
 // network, kept off direct paths (TS_DEBUG_NEVER_DIRECT_UDP=1) so that it
-// reaches other clients through a relay or DERP.
-func (s *system) client(t *testing.T, hostname string) *tailnet.Daemon {
+// reaches other clients through a relay or DERP, and through no relay but
+// PeerRelay ns/name's: every other relay pod in the cluster is an
+// unreachable route from its host. A client uses whichever peer relay of
+// the tailnet answers best, and the README's relays (team-a, team-b) are
+// in the same tailnet; a ping they carried left this PeerRelay's
+// forwarded-packet counters at 0 (the full suite's flake in Pods).
+func (s *system) client(ctx context.Context, t *testing.T, hostname, ns, name string) *tailnet.Daemon {
 	t.Helper()
 	netns, _ := s.node.TestHost(t)
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.MatchingLabels{"app.kubernetes.io/name": "peerrelay"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Namespace == ns && p.Labels["app.kubernetes.io/instance"] == name {
+			continue
+		}
+		for _, ip := range p.Status.PodIPs {
+			addr, err := netip.ParseAddr(ip.IP)
+			if err != nil {
+				t.Fatalf("pod %s/%s: IP %q: %v", p.Namespace, p.Name, ip.IP, err)
+			}
+			if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", netip.PrefixFrom(addr, addr.BitLen()).String()).CombinedOutput(); err != nil {
+				t.Fatalf("keeping %s off relay pod %s/%s: %v: %s", hostname, p.Namespace, p.Name, err, out)
+			}
+		}
+	}
 	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
+}
+
+// relayPodIPs lists the pod IPs of PeerRelay ns/name's replicas.
+func (s *system) relayPodIPs(ctx context.Context, t *testing.T, ns, name string) []string {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := s.Admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, p := range pods.Items {
+		for _, ip := range p.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+	}
+	return ips
 }
 
 // relayMetrics scrapes each relay pod of PeerRelay ns/name on its port
