@@ -160,8 +160,12 @@ func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*
 	if err != nil {
 		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
 	}
+	recorded := mg.Status.AtProvider.StateSecretUID
 	switch {
-	case metav1.IsControlledBy(s, mg):
+	case metav1.IsControlledBy(s, mg) && (recorded == "" || recorded == string(s.UID)):
+		// A RelayConfig from before the provider recorded the UID adopts
+		// the Secret it controls, once.
+		mg.Status.AtProvider.StateSecretUID = string(s.UID)
 		return s, nil
 	case meta.WasDeleted(mg):
 		return nil, nil // nothing of it is ours: it must not hold the deletion up
@@ -169,16 +173,18 @@ func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*
 	return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
 }
 
-// deviceID records the device ID containerboot wrote into the state
-// Secret, whenever it appears, and returns the last one recorded (the state
-// Secret may be gone).
-func deviceID(mg *v1alpha1.RelayConfig, state *corev1.Secret) string {
-	if state != nil {
-		if id := string(state.Data[stateSecretDeviceIDKey]); id != "" {
-			mg.Status.AtProvider.DeviceID = id
-		}
+// recordDevice records the device ID containerboot wrote into the state
+// Secret, whenever it appears, while the RelayConfig is live (and so
+// admitted by its provider config: Connect refuses it otherwise). A device
+// ID written into the state Secret once the RelayConfig is being deleted
+// is not recorded: Delete acts only on the recorded one.
+func recordDevice(mg *v1alpha1.RelayConfig, state *corev1.Secret) {
+	if state == nil || meta.WasDeleted(mg) {
+		return
 	}
-	return mg.Status.AtProvider.DeviceID
+	if id := string(state.Data[stateSecretDeviceIDKey]); id != "" {
+		mg.Status.AtProvider.DeviceID = id
+	}
 }
 
 // loggedIn returns the device ID in the state Secret now: a device whose
@@ -200,7 +206,14 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.StateSecretName, Namespace: mg.GetNamespace()}}
 	_ = ownSecret(s, mg, "") // new: nobody else controls it
 	err := e.kube.Create(ctx, s)
-	if kerrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil:
+		// The provider's own record of which Secret it made: a tenant's
+		// Secret of the same name with a forged controller reference is
+		// not it.
+		mg.Status.AtProvider.StateSecretUID = string(s.UID)
+		return nil
+	case kerrors.IsAlreadyExists(err):
 		// Ours, not in the cache yet; or someone else's: the pod must not
 		// log in with another's state.
 		err = e.notForeign(ctx, mg, s.Name, "spec.forProvider.stateSecretName")

@@ -78,18 +78,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.RelayConfig) (mana
 }
 
 func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*external, error) {
-	// A RelayConfig being deleted is not tracked: in a terminating
-	// namespace the API server refuses to create its ProviderConfigUsage
-	// again, and Connect failing would keep the finalizer for ever.
-	if !meta.WasDeleted(mg) {
-		if err := c.usage.Track(ctx, mg); err != nil {
-			return nil, fmt.Errorf("cannot track provider config usage: %w", err)
-		}
-	}
-	spec, err := c.providerConfig(ctx, mg)
-	if err == nil {
-		err = namespacePolicy(spec, mg)
-	}
+	spec, err := c.admitted(ctx, mg)
 	if err != nil {
 		// Kept with Synced=False by the status write that reports this
 		// error: the function tells an unusable tailnet by this condition.
@@ -179,13 +168,24 @@ const credentialsGrace = 5 * time.Minute
 // not be read (err): it then goes, its config Secret with it, and a Warning
 // event names the device left in the tailnet. Otherwise nil: Connect fails
 // and is retried.
+//
+// A RelayConfig being deleted whose provider config did not admit it
+// (errNotAdmitted) goes at once: waiting cannot make it admitted.
 func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
-	if !meta.WasDeleted(mg) || time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace {
+	if !meta.WasDeleted(mg) {
+		return nil
+	}
+	var notAdmitted errNotAdmitted
+	why := fmt.Sprintf("after %s the provider config or its credentials are still unusable", credentialsGrace)
+	switch {
+	case errors.As(err, &notAdmitted):
+		why = "the provider config it names now is not the one that admitted it"
+	case time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace:
 		return nil
 	}
 	e := &external{kube: c.kube, read: c.read, resolver: &resolve.Resolver{}, record: c.recorder()}
 	if id := mg.Status.AtProvider.DeviceID; id != "" {
-		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s stays in the tailnet: remove it in the admin console; after %s the provider config or its credentials are still unusable: %s", id, credentialsGrace, stableMessage(err))))
+		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s stays in the tailnet: remove it in the admin console; %s: %s", id, why, stableMessage(err))))
 	}
 	return e
 }
@@ -193,10 +193,57 @@ func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
 // errPolicy is a provider config's policy refusing a RelayConfig.
 type errPolicy struct{ error }
 
-// namespacePolicy refuses a live RelayConfig whose namespace the provider
+// errNotAdmitted is a RelayConfig being deleted whose provider config is
+// not the one that admitted it while it was live.
+type errNotAdmitted struct{ error }
+
+// admitted returns the spec of the RelayConfig's provider config once it
+// may be used. A live RelayConfig may use it when its policy admits the
+// RelayConfig's namespace: the provider records which provider config
+// admitted it (status.atProvider.admission) and only then tracks the
+// usage, so a refused RelayConfig pins nothing. One being deleted may use
+// only the provider config that admitted it, the same UID: a RelayConfig
+// pointed at another team's provider config, refused while it lived, must
+// not get that team's credentials at deletion. Nothing a tenant writes
+// (the RelayConfig's spec, labels, a PeerRelay's spec.tailnet) is taken
+// as the record.
+func (c *connector) admitted(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1alpha1.ProviderConfigSpec, error) {
+	spec, uid, err := c.providerConfig(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	ref := mg.GetProviderConfigReference()
+	this := v1alpha1.Admission{Kind: ref.Kind, Name: ref.Name, UID: string(uid)}
+	if meta.WasDeleted(mg) {
+		if a := mg.Status.AtProvider.Admission; a == nil || *a != this {
+			return nil, errNotAdmitted{fmt.Errorf("%s %s did not admit this RelayConfig while it lived (its admission is recorded as %s): it is not used to remove the replica's device", ref.Kind, ref.Name, admissionString(a))}
+		}
+		return spec, nil
+	}
+	if err := namespacePolicy(spec, mg); err != nil {
+		return nil, err
+	}
+	// A RelayConfig being deleted is not tracked: in a terminating
+	// namespace the API server refuses to create its ProviderConfigUsage
+	// again, and Connect failing would keep the finalizer for ever.
+	if err := c.usage.Track(ctx, mg); err != nil {
+		return nil, fmt.Errorf("cannot track provider config usage: %w", err)
+	}
+	mg.Status.AtProvider.Admission = &this
+	return spec, nil
+}
+
+func admissionString(a *v1alpha1.Admission) string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s, UID %s", a.Kind, a.Name, a.UID)
+}
+
+// namespacePolicy refuses a RelayConfig whose namespace the provider
 // config's spec.policy.namespaces leaves out.
 func namespacePolicy(spec *v1alpha1.ProviderConfigSpec, mg *v1alpha1.RelayConfig) error {
-	if spec.Policy == nil || len(spec.Policy.Namespaces) == 0 || meta.WasDeleted(mg) || slices.Contains(spec.Policy.Namespaces, mg.GetNamespace()) {
+	if spec.Policy == nil || len(spec.Policy.Namespaces) == 0 || slices.Contains(spec.Policy.Namespaces, mg.GetNamespace()) {
 		return nil
 	}
 	ref := mg.GetProviderConfigReference()
@@ -207,7 +254,8 @@ func namespacePolicy(spec *v1alpha1.ProviderConfigSpec, mg *v1alpha1.RelayConfig
 // and may be used.
 func providerConfigCondition(err error) xpv2.Condition {
 	var denied errPolicy
-	if errors.As(err, &denied) {
+	var notAdmitted errNotAdmitted
+	if errors.As(err, &denied) || errors.As(err, &notAdmitted) {
 		return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionFalse, v1alpha1.ReasonPolicyDenied, stableMessage(err))
 	}
 	if err != nil {
@@ -216,31 +264,31 @@ func providerConfigCondition(err error) xpv2.Condition {
 	return condition(v1alpha1.ConditionProviderConfig, corev1.ConditionTrue, v1alpha1.ReasonProviderConfigUsable, "")
 }
 
-// providerConfig returns the spec of the ProviderConfig (in the
+// providerConfig returns the spec and UID of the ProviderConfig (in the
 // RelayConfig's namespace) or ClusterProviderConfig it references.
-func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1alpha1.ProviderConfigSpec, error) {
+func (c *connector) providerConfig(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1alpha1.ProviderConfigSpec, types.UID, error) {
 	ref := mg.GetProviderConfigReference()
 	if ref == nil {
-		return nil, errors.New("spec.providerConfigRef is not set")
+		return nil, "", errors.New("spec.providerConfigRef is not set")
 	}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
 		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
-			return nil, fmt.Errorf("cannot get ProviderConfig %s/%s named by spec.providerConfigRef: %w", mg.GetNamespace(), ref.Name, err)
+			return nil, "", fmt.Errorf("cannot get ProviderConfig %s/%s named by spec.providerConfigRef: %w", mg.GetNamespace(), ref.Name, err)
 		}
 		if err := c.namespacedPolicy(&pc.Spec); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s/%s: %w", mg.GetNamespace(), ref.Name, err)
+			return nil, "", fmt.Errorf("ProviderConfig %s/%s: %w", mg.GetNamespace(), ref.Name, err)
 		}
-		return &pc.Spec, nil
+		return &pc.Spec, pc.UID, nil
 	case v1alpha1.ClusterProviderConfigKind:
 		pc := &v1alpha1.ClusterProviderConfig{}
 		if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
-			return nil, fmt.Errorf("cannot get ClusterProviderConfig %s named by spec.providerConfigRef: %w", ref.Name, err)
+			return nil, "", fmt.Errorf("cannot get ClusterProviderConfig %s named by spec.providerConfigRef: %w", ref.Name, err)
 		}
-		return &pc.Spec, nil
+		return &pc.Spec, pc.UID, nil
 	}
-	return nil, fmt.Errorf("spec.providerConfigRef.kind %q: want ProviderConfig or ClusterProviderConfig", ref.Kind)
+	return nil, "", fmt.Errorf("spec.providerConfigRef.kind %q: want ProviderConfig or ClusterProviderConfig", ref.Kind)
 }
 
 // namespacedPolicy refuses what a namespaced ProviderConfig may not do

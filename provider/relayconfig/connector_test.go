@@ -12,10 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/resolve"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
 )
 
 // TestConnectTracksUsage: Connect records the provider config usage of a
@@ -388,5 +390,124 @@ func TestConnectKeepsClients(t *testing.T) {
 	}
 	if rotated := connect(); rotated.resolver.AWS == first.resolver.AWS || rotated.api != first.api {
 		t.Error("rotated AWS credentials: want new AWS clients and the same Tailscale API client")
+	}
+}
+
+// TestConnectAdmission: the provider records which provider config
+// admitted a live RelayConfig (kind, name and UID), and a RelayConfig being
+// deleted gets credentials only from that one. The hostile tenant's path:
+// a RelayConfig admitted by its own provider config, then pointed at
+// another team's (refused while it lives), must not get that team's OAuth
+// client at deletion, when the namespace policy is no longer checked.
+func TestConnectAdmission(t *testing.T) {
+	own := v1alpha1.Admission{Kind: v1alpha1.ClusterProviderConfigKind, Name: "team-a", UID: "uid-a"}
+	cases := map[string]struct {
+		reason        string
+		ref           string // the ClusterProviderConfig the RelayConfig names now
+		admission     *v1alpha1.Admission
+		deleting      bool
+		wantErr       string
+		wantAPI       bool
+		wantAdmission *v1alpha1.Admission
+		wantUsage     bool
+		wantEvent     string
+	}{
+		"LiveAdmitted": {
+			reason:        "A live RelayConfig its provider config's policy admits is recorded as admitted by it, and its usage tracked.",
+			ref:           "team-a",
+			wantAPI:       true,
+			wantAdmission: &own,
+			wantUsage:     true,
+		},
+		"LiveRefused": {
+			reason:    "A live RelayConfig another team's policy refuses is not recorded as admitted, and pins nothing: no ProviderConfigUsage.",
+			ref:       "team-b",
+			admission: &own,
+			wantErr:   "may not be used from namespace team-a",
+			// The earlier admission stays: it names team-a's config, not team-b's.
+			wantAdmission: &own,
+		},
+		"DeletingAdmitted": {
+			reason:        "A RelayConfig being deleted uses the provider config that admitted it, to remove its device.",
+			ref:           "team-a",
+			admission:     &own,
+			deleting:      true,
+			wantAPI:       true,
+			wantAdmission: &own,
+		},
+		"DeletingNeverAdmitted": {
+			reason:    "A RelayConfig being deleted that names another team's provider config, which never admitted it, goes at once without its credentials; a Warning names the device left.",
+			ref:       "team-b",
+			admission: &own,
+			deleting:  true,
+			wantEvent: "device dev-1 stays in the tailnet",
+			// unchanged
+			wantAdmission: &own,
+		},
+		"DeletingNoRecord": {
+			reason:    "A RelayConfig being deleted with no admission recorded gets no credentials.",
+			ref:       "team-a",
+			deleting:  true,
+			wantEvent: "did not admit this RelayConfig",
+		},
+		"DeletingRecreatedConfig": {
+			reason:        "A provider config deleted and made again under the same name is another: it did not admit the RelayConfig.",
+			ref:           "team-a",
+			admission:     &v1alpha1.Admission{Kind: v1alpha1.ClusterProviderConfigKind, Name: "team-a", UID: "uid-old"},
+			deleting:      true,
+			wantEvent:     "UID uid-old",
+			wantAdmission: &v1alpha1.Admission{Kind: v1alpha1.ClusterProviderConfigKind, Name: "team-a", UID: "uid-old"},
+		},
+	}
+	oauth := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ts-oauth", Namespace: "crossplane-system"},
+		Data: map[string][]byte{v1alpha1.OAuthClientIDKey: []byte("id"), v1alpha1.OAuthClientSecretKey: []byte("secret")}}
+	config := func(name, uid, allows string) *v1alpha1.ClusterProviderConfig {
+		return &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid)}, Spec: v1alpha1.ProviderConfigSpec{
+			Policy:    &v1alpha1.Policy{Namespaces: []string{allows}},
+			Tailscale: &v1alpha1.TailscaleAPI{OAuthSecretRef: v1alpha1.SecretRef{Name: "ts-oauth", Namespace: "crossplane-system"}},
+		}}
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := newCluster(oauth, config("team-a", "uid-a", ns), config("team-b", "uid-b", "team-b"))
+			var recorded events
+			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), record: &recorded,
+				newAPI: func(_, _, _, _ string) (tailnet.API, error) { return &fakeAPI{}, nil }}
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.DeviceID = "dev-1"
+				rc.Status.AtProvider.Admission = tc.admission
+				if tc.deleting {
+					now := metav1.Now()
+					rc.SetDeletionTimestamp(&now)
+				}
+			})
+			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: tc.ref})
+			got, err := c.Connect(t.Context(), mg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s\nConnect error %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("%s\nConnect: %v", tc.reason, err)
+			} else if hasAPI := got.(*external).api != nil; hasAPI != tc.wantAPI {
+				t.Errorf("%s\nTailscale API access: %v, want %v", tc.reason, hasAPI, tc.wantAPI)
+			}
+			if diff := cmp.Diff(tc.wantAdmission, mg.Status.AtProvider.Admission); diff != "" {
+				t.Errorf("%s\nstatus.atProvider.admission (-want +got):\n%s", tc.reason, diff)
+			}
+			usages := &v1alpha1.ProviderConfigUsageList{}
+			if err := kube.List(t.Context(), usages); err != nil {
+				t.Fatal(err)
+			}
+			if tracked := len(usages.Items) > 0; tracked != tc.wantUsage {
+				t.Errorf("%s\nProviderConfigUsage written: %v, want %v", tc.reason, tracked, tc.wantUsage)
+			}
+			switch {
+			case tc.wantEvent == "" && len(recorded) > 0:
+				t.Errorf("%s\nevents %v, want none", tc.reason, recorded)
+			case tc.wantEvent != "" && (len(recorded) != 1 || !strings.Contains(recorded[0].Message, tc.wantEvent)):
+				t.Errorf("%s\nevents %v, want one containing %q", tc.reason, recorded, tc.wantEvent)
+			}
+		})
 	}
 }

@@ -134,7 +134,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 		return managed.ExternalObservation{}, err
 	}
 	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
-	deviceID(mg, state) // recorded for Delete, even if the state goes later
+	recordDevice(mg, state) // for Delete, even if the state goes later
 	e.cleanupCondition(mg)
 	e.checkReachability(ctx, mg, eps)
 	e.sampleTraffic(ctx, mg)
@@ -430,15 +430,11 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (_ mana
 	if e.samplers != nil {
 		e.samplers.forget(mg.GetUID())
 	}
-	if e.api != nil {
-		state, err := e.stateSecret(ctx, mg)
-		if err != nil {
+	// Only the device recorded while the RelayConfig lived and was
+	// admitted: the state Secret is the tenant's to write.
+	if id := mg.Status.AtProvider.DeviceID; e.api != nil && id != "" {
+		if err := e.deleteDevice(ctx, mg, id); err != nil {
 			return managed.ExternalDelete{}, err
-		}
-		if id := deviceID(mg, state); id != "" {
-			if err := e.deleteDevice(ctx, mg, id); err != nil {
-				return managed.ExternalDelete{}, err
-			}
 		}
 	}
 	s, err := e.configSecret(ctx, mg)

@@ -418,6 +418,27 @@ func TestObserve(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0", Namespace: ns}, Data: map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")}}},
 			want: want{err: "spec.forProvider.stateSecretName", endpoints: []string{"203.0.113.5:41641"}, resolved: v1alpha1.ReasonResolved},
 		},
+		"StateSecretForged": {
+			reason: "A Secret under the state Secret's name with a controller reference to the RelayConfig, but not the one the provider created (its UID is recorded), is not read for a device ID: a tenant can write any owner reference.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.StateSecretUID = "created-by-provider" }),
+			objs: []client.Object{service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}), func() client.Object {
+				s := ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")})
+				s.UID = "forged"
+				return s
+			}()},
+			want: want{err: "spec.forProvider.stateSecretName", endpoints: []string{"203.0.113.5:41641"}, resolved: v1alpha1.ReasonResolved},
+		},
+		"DeletingRecordsNoDevice": {
+			reason: "A device ID written into the state Secret once the RelayConfig is being deleted is not recorded: Delete acts on the one recorded while it lived.",
+			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
+				now := metav1.Now()
+				rc.SetDeletionTimestamp(&now)
+				rc.Status.AtProvider.DeviceID = "dev-1"
+			}),
+			objs: []client.Object{service(), ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")})},
+			api:  &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}, "dev-9": {ID: "dev-9", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, authKey: fileKey, resolved: v1alpha1.ReasonAwaitingAddress, deviceID: "dev-1"},
+		},
 		"DeletingWithDevice": {
 			reason: "A RelayConfig being deleted whose Secrets went first (its namespace is deleted) still has its recorded device to delete: Delete must run.",
 			mg: relayConfig(func(rc *v1alpha1.RelayConfig) {
@@ -765,6 +786,14 @@ func TestWrites(t *testing.T) {
 			call:        del,
 			wantWrites:  []string{"delete Secret/r-0-config"},
 			wantDeleted: []string{"dev-1"},
+		},
+		"DeleteOnlyTheRecordedDevice": {
+			reason:     "Delete removes only the device recorded while the RelayConfig lived and was admitted, not one the tenant wrote into its own state Secret since (another team's relay, newer than the RelayConfig, under the same hostname and tags).",
+			objs:       []client.Object{config, ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-9")})},
+			api:        &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "r-0", Tags: []string{"tag:relay"}, Created: time.Now()}}},
+			deleting:   true,
+			call:       del,
+			wantWrites: []string{"delete Secret/r-0-config"},
 		},
 		"DeleteLeavesForeignSecret": {
 			reason: "A Secret under the config Secret's name that the RelayConfig does not control is left alone.",

@@ -82,7 +82,11 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
-		For(&v1alpha1.RelayConfig{}).
+		// Not its own status writes: a failure's condition message, whatever
+		// its words (a request ID, a timestamp), would wake the RelayConfig
+		// at once and the backoff would never apply. Deletion bumps the
+		// generation; annotations carry Crossplane's pause and create state.
+		For(&v1alpha1.RelayConfig{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// The config and state Secrets: a device ID appearing in the state
 		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).

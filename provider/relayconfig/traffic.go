@@ -1,9 +1,12 @@
 package relayconfig
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -30,10 +33,11 @@ const (
 	// sampleEvery is how often a replica's counters are read at most; a
 	// RelayConfig that samples is polled as often.
 	sampleEvery = time.Minute
-	// scrapeTimeout bounds one read of a pod's metrics, and maxScrape its
-	// size: the pod is in a tenant's namespace.
+	// scrapeTimeout bounds one read of a pod's metrics, maxScrape its
+	// size and maxLine a line's: the pod is in a tenant's namespace.
 	scrapeTimeout = 2 * time.Second
-	maxScrape     = 1 << 20
+	maxScrape     = 256 << 10
+	maxLine       = 4 << 10
 )
 
 // The counters tailscaled's relay server publishes (net/udprelay).
@@ -132,15 +136,40 @@ func (e *external) readTraffic(ctx context.Context, ns string, src *v1alpha1.Tra
 	return e.samplers.scrape(ctx, netip.AddrPortFrom(ip, uint16(src.Port)))
 }
 
+// scrapeClient reads a pod's metrics. The pod is in a tenant's namespace
+// and its answers are the tenant's to choose: no redirect is followed and
+// no proxy used, and it dials only the address it was asked for, so the
+// provider sends nothing from crossplane-system to any other address
+// (another namespace's pod, a node port, the cloud's metadata service).
+var scrapeClient = &http.Client{
+	Timeout:       scrapeTimeout,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Transport: &http.Transport{
+		Proxy:             nil,
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			want, ok := ctx.Value(scrapeAddr{}).(netip.AddrPort)
+			if !ok || address != want.String() {
+				return nil, fmt.Errorf("scrape dials only the pod's metrics address %s, not %s", want, address)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, address)
+		},
+	},
+}
+
+// scrapeAddr is the context key of the one address a scrape may dial.
+type scrapeAddr struct{}
+
 // scrapeTraffic reads the relay counters from a metrics endpoint.
 func scrapeTraffic(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSample, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, scrapeAddr{}, addr), scrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr.String()+"/metrics", nil)
 	if err != nil {
 		return v1alpha1.TrafficSample{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return v1alpha1.TrafficSample{}, err
 	}
@@ -148,15 +177,41 @@ func scrapeTraffic(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSa
 	if resp.StatusCode != http.StatusOK {
 		return v1alpha1.TrafficSample{}, fmt.Errorf("metrics answered HTTP %d", resp.StatusCode)
 	}
-	return parseTraffic(io.LimitReader(resp.Body, maxScrape))
+	return parseTraffic(resp.Body)
+}
+
+// relayLines keeps, of a metrics exposition read line by line, only the
+// lines of the relay counters (their samples and TYPE lines), at most
+// maxScrape bytes read and maxLine per line: what is parsed stays small
+// whatever the pod serves.
+func relayLines(r io.Reader) ([]byte, error) {
+	sc := bufio.NewScanner(io.LimitReader(r, maxScrape))
+	sc.Buffer(make([]byte, 0, 1024), maxLine)
+	var kept bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		name := bytes.TrimPrefix(line, []byte("# TYPE "))
+		for _, m := range []string{metricForwardedPackets, metricForwardedBytes, metricEndpoints} {
+			if rest, ok := bytes.CutPrefix(name, []byte(m)); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '{') {
+				kept.Write(line)
+				kept.WriteByte('\n')
+				break
+			}
+		}
+	}
+	return kept.Bytes(), sc.Err()
 }
 
 // parseTraffic sums the relay counters in a Prometheus text exposition;
 // one without them (metrics of a tailscaled that runs no relay) is an
 // error.
 func parseTraffic(r io.Reader) (v1alpha1.TrafficSample, error) {
+	lines, err := relayLines(r)
+	if err != nil {
+		return v1alpha1.TrafficSample{}, err
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(lines))
 	if err != nil {
 		return v1alpha1.TrafficSample{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -61,6 +62,11 @@ func TestParseTraffic(t *testing.T) {
 		"Garbage": {
 			reason:  "What is not a metrics exposition is an error.",
 			body:    "<html>hello</html>\n",
+			wantErr: "no " + metricForwardedPackets,
+		},
+		"GarbageCounter": {
+			reason:  "A relay counter's line that does not parse is an error.",
+			body:    metricForwardedPackets + " many\n",
 			wantErr: "text format parsing error",
 		},
 	}
@@ -148,5 +154,78 @@ func TestSampleTraffic(t *testing.T) {
 	}
 	if got := ss.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
 		t.Errorf("a RelayConfig no longer sampling is polled every %s, want 10m", got)
+	}
+}
+
+// TestScrapeReachesOnlyThePod: the pod's metrics endpoint is the tenant's
+// to program. A redirect (to another namespace's pod, the metadata
+// address) is not followed, a proxy in the environment is not used, and a
+// huge answer is read line by line up to a bound, keeping only the relay
+// counters.
+func TestScrapeReachesOnlyThePod(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		elsewhere.Add(1)
+		_, _ = w.Write([]byte(relayMetrics))
+	}))
+	t.Cleanup(other.Close)
+	// A proxy that would answer for any address.
+	t.Setenv("HTTP_PROXY", other.URL)
+	t.Setenv("http_proxy", other.URL)
+	addrOf := func(srv *httptest.Server) netip.AddrPort { return netip.MustParseAddrPort(srv.Listener.Addr().String()) }
+	cases := map[string]struct {
+		reason  string
+		handler http.HandlerFunc
+		want    *v1alpha1.TrafficSample
+		wantErr string
+	}{
+		"Redirect": {
+			reason:  "A redirect to another address is not followed: no sample, and nothing sent there.",
+			handler: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/metrics", http.StatusFound) },
+			wantErr: "HTTP 302",
+		},
+		"Relay": {
+			reason:  "The pod's own counters are read, not through the proxy.",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(relayMetrics)) },
+			want:    &v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 128, ForwardedBytes: 16384},
+		},
+		"Huge": {
+			reason: "An answer of many megabytes is read only up to its bound: counters past it are not seen.",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				for range 100_000 {
+					_, _ = w.Write([]byte("tailscaled_other_total{x=\"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\"} 1\n"))
+				}
+				_, _ = w.Write([]byte(relayMetrics))
+			},
+			wantErr: "no " + metricForwardedPackets,
+		},
+		"LongLine": {
+			reason:  "A line longer than the bound ends the read with an error.",
+			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(strings.Repeat("x", 2*maxLine) + "\n" + relayMetrics)) },
+			wantErr: "token too long",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := httptest.NewServer(tc.handler)
+			t.Cleanup(pod.Close)
+			before := elsewhere.Load()
+			got, err := scrapeTraffic(t.Context(), addrOf(pod))
+			if elsewhere.Load() != before {
+				t.Errorf("%s\na request reached another address", tc.reason)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s\nerror %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s\n%v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, &got); diff != "" {
+				t.Errorf("%s\nsample -want +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

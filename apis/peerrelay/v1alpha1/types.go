@@ -54,6 +54,7 @@ type PeerRelayList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.service) || !has(self.service.port) || self.port == self.service.port",message="spec.port and spec.service.port name the same UDP port: set one of them"
 // +kubebuilder:validation:XValidation:rule="!has(self.hostPort) || !self.hostPort || ((!has(self.service) || !has(self.service.type) || self.service.type == 'LoadBalancer') && !has(self.aws))",message="spec.hostPort advertises each pod's node: it goes with neither spec.service.type NodePort nor spec.aws"
 // +kubebuilder:validation:XValidation:rule="!has(self.service) || !has(self.service.type) || self.service.type != 'NodePort' || !has(self.aws)",message="spec.service.type NodePort advertises each pod's node: it does not go with spec.aws (load balancers)"
+// +kubebuilder:validation:XValidation:rule="has(self.tailnet) == has(oldSelf.tailnet)",message="spec.tailnet is immutable: it can be neither set nor removed after the PeerRelay is created"
 type PeerRelaySpec struct {
 	// Replicas is the number of peer relay devices, each with its own public
 	// endpoint.

@@ -252,8 +252,21 @@ type RelayConfigObservation struct {
 	// a partial DNS answer must not flap the endpoints.
 	// +optional
 	ShrinkingSince *metav1.Time `json:"shrinkingSince,omitempty"`
-	// DeviceID of the replica's tailnet device, from its state Secret.
+	// DeviceID of the replica's tailnet device, from its state Secret,
+	// recorded only while the RelayConfig was live and admitted
+	// (Admission): the only device ID Delete acts on.
 	DeviceID string `json:"deviceID,omitempty"`
+	// Admission is the provider config whose policy admitted this
+	// RelayConfig while it was live, as the provider read it. A RelayConfig
+	// being deleted uses its provider config only if it is this one, the
+	// same kind, name and UID: one never admitted gets nothing from it.
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+	// StateSecretUID is the UID of the state Secret the provider created.
+	// No other Secret under its name, whatever its labels and owner
+	// references say, is read for a device ID.
+	// +optional
+	StateSecretUID string `json:"stateSecretUID,omitempty"`
 	// AuthKeyID of the key the provider minted, when it minted one.
 	AuthKeyID string `json:"authKeyID,omitempty"`
 	// AWS is the check of spec.forProvider.aws's subnet and allocation.
@@ -263,6 +276,17 @@ type RelayConfigObservation struct {
 	// (spec.forProvider.traffic).
 	// +optional
 	Traffic *TrafficSample `json:"traffic,omitempty"`
+}
+
+// Admission names the provider config that admitted a RelayConfig.
+type Admission struct {
+	// Kind is ProviderConfig or ClusterProviderConfig.
+	Kind string `json:"kind"`
+	// Name of the provider config.
+	Name string `json:"name"`
+	// UID of the provider config when it admitted the RelayConfig: one
+	// deleted and made again under the same name is another.
+	UID string `json:"uid"`
 }
 
 // RelayConfigSpec is the managed resource spec.
