@@ -97,12 +97,36 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 	if s.HostPort && ((s.Service != nil && s.Service.Type == corev1.ServiceTypeNodePort) || s.AWS != nil) {
 		errs = append(errs, field.Forbidden(spec.Child("hostPort"), "hostPort advertises each pod's node: it goes with neither spec.service.type NodePort nor spec.aws"))
 	}
+	if s.HostPort {
+		errs = append(errs, validateHostPort(spec.Child("port"), s.Port)...)
+		if s.Service != nil {
+			errs = append(errs, validateHostPort(spec.Child("service", "port"), s.Service.Port)...)
+		}
+	}
 	if b := s.DisruptionBudget; b != nil && b.MaxUnavailable != nil {
 		errs = append(errs, validateMaxUnavailable(spec.Child("disruptionBudget", "maxUnavailable"), *b.MaxUnavailable)...)
 	}
 	nonAWS := len(errs)
 	errs = append(errs, validateAWS(spec.Child("aws"), s, replicas)...)
 	return errs, nonAWS == 0 && len(errs) > 0
+}
+
+// overlayPorts are the UDP ports cluster networking listens on at every
+// node: a hostPort relay there would take them from the node.
+var overlayPorts = []int32{4789, 6081, 8472, 51820}
+
+// validateHostPort refuses a port a hostPort relay may not bind on the
+// node: a privileged one, or cluster networking's.
+func validateHostPort(path *field.Path, p *int32) field.ErrorList {
+	switch {
+	case p == nil:
+		return nil
+	case *p < 1024:
+		return field.ErrorList{field.Invalid(path, *p, "spec.hostPort binds it on the node: use a port of 1024 or above")}
+	case slices.Contains(overlayPorts, *p):
+		return field.ErrorList{field.Invalid(path, *p, "spec.hostPort binds it on the node, where cluster networking uses it (4789 VXLAN, 6081 Geneve, 8472 Flannel VXLAN, 51820 WireGuard): choose another")}
+	}
+	return nil
 }
 
 var ipFamilyPolicies = []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}

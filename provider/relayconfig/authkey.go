@@ -16,6 +16,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
@@ -225,19 +226,28 @@ func (e *external) createStateSecret(ctx context.Context, mg *v1alpha1.RelayConf
 }
 
 // reissueInterval is the least time between two keys minted for one
-// replica on containerboot's request: a device whose every login fails
-// (an ACL refusing its tags, say) would otherwise mint a key per reconcile.
-// The Tailscale operator allows one per 30 s too.
+// replica: a device whose every login fails (an ACL refusing its tags,
+// say), or a key Secret deleted or edited again and again, would otherwise
+// mint a key per reconcile. The Tailscale operator allows one per 30 s too.
 const reissueInterval = 30 * time.Second
 
-// errReissueTooSoon is a reissue request within reissueInterval of the last
+// errReissueTooSoon is a key needed within reissueInterval of the last
 // mint: the reconciler's backoff brings it back.
-var errReissueTooSoon = errors.New("tailscaled asked for a new key within 30 s of the last one minted for this replica: the next is minted once 30 s have passed")
+var errReissueTooSoon = errors.New("a new key is needed within 30 s of the last one minted for this replica: the next is minted once 30 s have passed")
+
+// mintTooSoon says whether the provider's own record says a key was minted
+// for this replica less than reissueInterval ago.
+func mintTooSoon(mg *v1alpha1.RelayConfig) bool {
+	last := mg.Status.AtProvider.LastMinted
+	return last != nil && time.Since(last.Time) < reissueInterval
+}
 
 // mintedKeyRef reads R-i-authkey and returns the config's reference to its
 // key, or mint when a new key is needed: there is none, it expired unused,
 // or containerboot asked for a new one in place of this one (device, which
-// lost its login, then goes first).
+// lost its login, then goes first). The key's ID is the provider's record
+// (status.atProvider.authKeyID), not the Secret's annotation, which the
+// tenant may write; a key is needed at most once per reissueInterval.
 func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, reissue []byte, asked bool, device string) (string, bool, error) {
 	if meta.WasDeleted(mg) {
 		return "", false, nil // never mint for a replica on its way out
@@ -246,29 +256,50 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName() + v1alpha1.MintedAuthKeySuffix}, s)
 	if kerrors.IsNotFound(err) {
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyMinting, "minting a key through the Tailscale API")
-		return "", true, nil
+		return "", true, tooSoon(mg)
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("cannot get minted auth key Secret %s: %w", s.Name, err)
 	}
-	id := s.Annotations[annotationKeyID]
-	mg.Status.AtProvider.AuthKeyID = id
+	id := mg.Status.AtProvider.AuthKeyID
 	ref := mintedKeyFile(mg, id)
 	expires, _ := time.Parse(time.RFC3339, s.Annotations[annotationKeyExpires])
 	switch {
 	case id == "" || len(s.Data[mintedDataKey(id)]) == 0 || !time.Now().Before(expires):
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyMinting, "the minted key expired unused: minting a new one")
-		return ref, true, nil
+		return ref, true, tooSoon(mg)
 	case asked && string(reissue) == ref:
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyRejected, "tailscaled could not log in with minted key "+id+": minting a new one")
-		if minted, err := time.Parse(time.RFC3339, s.Annotations[annotationKeyMinted]); err == nil && time.Since(minted) < reissueInterval {
-			return ref, false, errReissueTooSoon
+		if err := tooSoon(mg); err != nil {
+			return ref, false, err
 		}
 		e.staleDevice = device
 		return ref, true, nil
 	}
 	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
 	return ref, false, nil
+}
+
+// tooSoon is errReissueTooSoon when mintTooSoon: Observe fails, and the
+// reconciler's backoff brings it back.
+func tooSoon(mg *v1alpha1.RelayConfig) error {
+	if mintTooSoon(mg) {
+		return errReissueTooSoon
+	}
+	return nil
+}
+
+// recordMint records key id, minted at at, in the RelayConfig's status at
+// once, by a patch that needs no resource version (and leaves mg at the
+// new one, so the reconciler's own status write goes through): the record
+// that throttles the next mint and names the key to revoke must not be
+// lost with a status write that meets a conflict.
+func (e *external) recordMint(ctx context.Context, mg *v1alpha1.RelayConfig, id string, at metav1.Time) error {
+	before := mg.DeepCopy()
+	mg.Status.AtProvider.AuthKeyID = id
+	mg.Status.AtProvider.LastMinted = &at
+	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
+	return e.kube.Status().Patch(ctx, mg, client.MergeFrom(before))
 }
 
 // mintedKeyFile is where the pod sees minted key id (the StatefulSet mounts
@@ -291,20 +322,36 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	if err != nil {
 		return "", err
 	}
+	now := metav1.Now()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mg.GetNamespace()}}
-	if err := e.writeSecret(ctx, mg, s, field, func() {
-		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id, annotationKeyMinted: time.Now().UTC().Format(time.RFC3339)}
+	err = e.writeSecret(ctx, mg, s, field, func() {
+		s.Annotations = map[string]string{annotationKeyExpires: expires.UTC().Format(time.RFC3339), annotationKeyID: id, annotationKeyMinted: now.UTC().Format(time.RFC3339)}
 		s.Data = map[string][]byte{mintedDataKey(id): []byte(key)}
-	}); err != nil {
-		// A key nobody can read is revoked at once: the next attempt mints
-		// another, and no usable key is left behind in the tailnet.
+	})
+	if err != nil {
 		err = fmt.Errorf("cannot write minted auth key Secret %s: %w", name, err)
+	}
+	replaced := mg.Status.AtProvider.AuthKeyID
+	if err == nil {
+		if err = e.recordMint(ctx, mg, id, now); err != nil {
+			err = fmt.Errorf("cannot record minted key %s in status.atProvider: %w", id, err)
+		}
+	}
+	if err != nil {
+		// A key nobody can read, or the provider cannot account for, is
+		// revoked at once: the next attempt mints another, and no usable
+		// key is left behind in the tailnet.
 		if rerr := e.api.RevokeKey(ctx, id); rerr != nil {
 			return "", errors.Join(err, rerr)
 		}
 		return "", fmt.Errorf("%w; the key minted for it, %s, is revoked", err, id)
 	}
-	mg.Status.AtProvider.AuthKeyID = id
-	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
+	// The key it replaces, by the provider's own record, can mint no
+	// device any more: revoked, so a tenant deleting its key Secret again
+	// and again is not left with a pile of pre-authorised keys. A key that
+	// cannot be revoked (used, expired) lapses by itself.
+	if replaced != "" && replaced != id {
+		_ = e.api.RevokeKey(ctx, replaced)
+	}
 	return mintedKeyFile(mg, id), nil
 }

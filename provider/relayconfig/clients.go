@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"strings"
 	"sync"
+
+	"k8s.io/utils/lru"
 )
 
 // maxClients bounds the clients a clientCache keeps: one per set of
-// settings in use, so more means settings changing; the cache then starts
-// again.
+// settings in use. Past it the least recently used goes, so a tenant
+// cycling through regions or Secrets costs only its own clients, not
+// everyone's.
 const maxClients = 64
 
 // clientCache keeps API clients across reconciles, one per set of settings
@@ -18,8 +21,8 @@ const maxClients = 64
 // every RelayConfig. New settings (a rotated Secret) are a new key, and a
 // new client.
 type clientCache[T any] struct {
-	mu      sync.Mutex
-	clients map[[sha256.Size]byte]T
+	mu      sync.Mutex // held across build: one client per settings
+	clients *lru.Cache
 }
 
 // get returns the client for these settings, made by build when there is
@@ -28,16 +31,16 @@ func (c *clientCache[T]) get(settings []string, build func() (T, error)) (T, err
 	key := sha256.Sum256([]byte(strings.Join(settings, "\x00")))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if client, ok := c.clients[key]; ok {
-		return client, nil
+	if c.clients == nil {
+		c.clients = lru.New(maxClients)
+	}
+	if client, ok := c.clients.Get(key); ok {
+		return client.(T), nil
 	}
 	client, err := build()
 	if err != nil {
 		return client, err
 	}
-	if c.clients == nil || len(c.clients) >= maxClients {
-		c.clients = map[[sha256.Size]byte]T{}
-	}
-	c.clients[key] = client
+	c.clients.Add(key, client)
 	return client, nil
 }

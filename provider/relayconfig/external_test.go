@@ -137,11 +137,12 @@ func mintedKey(rc *v1alpha1.RelayConfig, id string, expires time.Time) *corev1.S
 	return s
 }
 
-// mintedKeyAt is R-i-authkey with key id, minted at minted.
-func mintedKeyAt(rc *v1alpha1.RelayConfig, id string, minted time.Time) *corev1.Secret {
-	s := mintedKey(rc, id, minted.Add(tailnet.KeyExpiry))
-	s.Annotations[annotationKeyMinted] = minted.UTC().Format(time.RFC3339)
-	return s
+// minted is the provider's own record of key id, minted at at.
+func minted(id string, at time.Time) func(*v1alpha1.RelayConfig) {
+	return func(rc *v1alpha1.RelayConfig) {
+		rc.Status.AtProvider.AuthKeyID = id
+		rc.Status.AtProvider.LastMinted = &metav1.Time{Time: at}
+	}
 }
 
 // rendered is the config file for these endpoints and auth key.
@@ -340,7 +341,7 @@ func TestObserve(t *testing.T) {
 		},
 		"MintedKeyReused": {
 			reason: "An unexpired minted key is used again, not minted anew; the config names its file.",
-			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-time.Hour))),
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
@@ -348,7 +349,7 @@ func TestObserve(t *testing.T) {
 		},
 		"MintedKeyExpired": {
 			reason: "An expired, unused minted key is to be replaced.",
-			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-time.Hour))),
 			objs:   []client.Object{service(), state, mintedKey(rc, "k7", time.Now().Add(-time.Minute))},
 			api:    &fakeAPI{},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true},
@@ -356,7 +357,7 @@ func TestObserve(t *testing.T) {
 		},
 		"ReissueMinted": {
 			reason: "A device that lost its login asks for a new key in place of the minted one it has: a new key is minted, so the config's AuthKey changes, which is what containerboot waits for.",
-			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-time.Hour))),
 			objs: []client.Object{service(), mintedKey(rc, "k7", time.Now().Add(time.Minute)),
 				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("file:/etc/tailscale/authkey/r-0/authkey-k7")})},
 			api: &fakeAPI{},
@@ -365,11 +366,26 @@ func TestObserve(t *testing.T) {
 		},
 		"ReissueTooSoon": {
 			reason: "A device asking again within 30 s of the last key minted for it gets none yet: an error, so the reconciler's backoff brings it back, and not a mint per reconcile.",
-			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }),
-			objs: []client.Object{service(), mintedKeyAt(rc, "k7", time.Now().Add(-5*time.Second)),
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-5*time.Second))),
+			objs: []client.Object{service(), mintedKey(rc, "k7", time.Now().Add(time.Hour)),
 				ownedSecret(rc, "r-0", map[string][]byte{stateSecretDeviceIDKey: []byte("dev-1"), stateSecretReissueKey: []byte("file:/etc/tailscale/authkey/r-0/authkey-k7")})},
 			api:  &fakeAPI{},
 			want: want{err: "within 30 s of the last one minted", deviceID: "dev-1", keyReason: v1alpha1.ReasonKeyRejected},
+		},
+		"KeySecretDeletedTooSoon": {
+			reason: "A minted key's Secret deleted within 30 s of the mint (by the provider's record, not the Secret's) gets no new key yet: deleting it in a loop mints one per 30 s at most.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-5*time.Second))),
+			objs:   []client.Object{service(), state},
+			api:    &fakeAPI{},
+			want:   want{err: "within 30 s of the last one minted", keyReason: v1alpha1.ReasonKeyMinting},
+		},
+		"KeyIDNotFromAnnotation": {
+			reason: "The key ID is the provider's record: a Secret whose annotation names another key (a tenant's edit) is not taken for it, and the recorded key, missing from the Secret, is replaced.",
+			mg:     relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Spec.ForProvider.AuthKeySecretRef = nil }, minted("k7", time.Now().Add(-time.Hour))),
+			objs:   []client.Object{service(), state, mintedKey(rc, "k-other", time.Now().Add(time.Hour))},
+			api:    &fakeAPI{},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true},
+				authKey: "file:/etc/tailscale/authkey/r-0/authkey-k7", resolved: v1alpha1.ReasonAwaitingAddress, keyReason: v1alpha1.ReasonKeyMinting, mint: true},
 		},
 		"ReissueSupplied": {
 			reason: "A device that lost its login gets the supplied key back in its config, and the condition says the key was refused.",
@@ -565,6 +581,7 @@ func TestWrites(t *testing.T) {
 		wantConfig   string // the written config's AuthKey, when the test checks it
 		api          *fakeAPI
 		deviceID     string
+		keyID        string // the provider's record of the last key minted
 		fail         map[string]error
 		call         func(*external, *v1alpha1.RelayConfig) error
 		wantErr      string
@@ -617,7 +634,7 @@ func TestWrites(t *testing.T) {
 			staleDevice: "dev-1",
 			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-1": {ID: "dev-1", Hostname: "r-0", Tags: []string{"tag:relay"}}}},
 			call:        update,
-			wantWrites:  []string{"create Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantWrites:  []string{"create Secret/r-0-authkey", "patch status RelayConfig/r-0", "update Secret/r-0-config"},
 			wantDeleted: []string{"dev-1"},
 			wantMinted:  1,
 			wantConfig:  "file:/etc/tailscale/authkey/r-0/authkey-k1",
@@ -629,10 +646,33 @@ func TestWrites(t *testing.T) {
 			staleDevice: "dev-9",
 			api:         &fakeAPI{devices: map[string]*tailnet.Device{"dev-9": {ID: "dev-9", Hostname: "alice-laptop"}}},
 			call:        update,
-			wantWrites:  []string{"create Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantWrites:  []string{"create Secret/r-0-authkey", "patch status RelayConfig/r-0", "update Secret/r-0-config"},
 			wantEvent:   "device dev-9 recorded in state Secret r-0 was not deleted",
 			wantMinted:  1,
 			wantConfig:  "file:/etc/tailscale/authkey/r-0/authkey-k1",
+		},
+		"MintRevokesReplaced": {
+			reason:      "A new key revokes the one it replaces, by the provider's record: a tenant deleting its key Secret again and again is not left with a pile of usable keys.",
+			objs:        []client.Object{config},
+			mintKey:     true,
+			keyID:       "k0",
+			wantConfig:  "file:/etc/tailscale/authkey/r-0/authkey-k1",
+			api:         &fakeAPI{},
+			call:        update,
+			wantWrites:  []string{"create Secret/r-0-authkey", "patch status RelayConfig/r-0", "update Secret/r-0-config"},
+			wantRevoked: []string{"k0"},
+			wantMinted:  1,
+		},
+		"MintRecordFails": {
+			reason:      "A minted key the provider cannot record in its own status is revoked: a key it cannot account for would escape the throttle and the revocation of replaced keys.",
+			fail:        map[string]error{"patch status RelayConfig/r-0": errors.New("etcdserver: request timed out")},
+			mintKey:     true,
+			api:         &fakeAPI{},
+			call:        update,
+			wantErr:     "cannot record minted key k1 in status.atProvider",
+			wantWrites:  []string{"create Secret/r-0-authkey"},
+			wantRevoked: []string{"k1"},
+			wantMinted:  1,
 		},
 		"MintWriteFails": {
 			reason:      "A minted key whose Secret cannot be written is revoked: the retry mints another, and no usable key is left in the tailnet.",
@@ -671,7 +711,7 @@ func TestWrites(t *testing.T) {
 			mintKey:    true,
 			api:        &fakeAPI{},
 			call:       update,
-			wantWrites: []string{"create Secret/r-0-authkey", "create Secret/r-0-config"},
+			wantWrites: []string{"create Secret/r-0-authkey", "patch status RelayConfig/r-0", "create Secret/r-0-config"},
 			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
 			wantMinted: 1,
 		},
@@ -681,7 +721,7 @@ func TestWrites(t *testing.T) {
 			mintKey:    true,
 			api:        &fakeAPI{},
 			call:       update,
-			wantWrites: []string{"update Secret/r-0-authkey", "update Secret/r-0-config"},
+			wantWrites: []string{"update Secret/r-0-authkey", "patch status RelayConfig/r-0", "update Secret/r-0-config"},
 			wantConfig: "file:/etc/tailscale/authkey/r-0/authkey-k1",
 			wantMinted: 1,
 		},
@@ -807,7 +847,16 @@ func TestWrites(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(tc.objs...)
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
+				rc.Status.AtProvider.DeviceID = tc.deviceID
+				rc.Status.AtProvider.AuthKeyID = tc.keyID
+				if tc.deleting || tc.deletedAgo > 0 {
+					at := metav1.NewTime(time.Now().Add(-tc.deletedAgo))
+					rc.SetDeletionTimestamp(&at)
+					rc.SetFinalizers([]string{"test"})
+				}
+			})
+			c := newCluster(append([]client.Object{mg.DeepCopy()}, tc.objs...)...)
 			for k, v := range tc.fail {
 				c.fail[k] = v
 			}
@@ -821,13 +870,6 @@ func TestWrites(t *testing.T) {
 			if tc.api != nil {
 				e.api = tc.api
 			}
-			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
-				rc.Status.AtProvider.DeviceID = tc.deviceID
-				if tc.deleting || tc.deletedAgo > 0 {
-					at := metav1.NewTime(time.Now().Add(-tc.deletedAgo))
-					rc.SetDeletionTimestamp(&at)
-				}
-			})
 			err := tc.call(e, mg)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

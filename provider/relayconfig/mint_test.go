@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,10 @@ func TestMintAndRemoveDevice(t *testing.T) {
 		return n
 	}
 
-	// The key expires unused (the pod never started): a new one replaces it.
+	// The key expires unused (the pod never started): a new one replaces it
+	// (once 30 s have passed since k1, played by dating the mint back).
+	e.dateMintBack(t, "relay-0")
+	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-authkey"}, minted))
 	minted.Annotations["relay.peerrelay.io/authkey-expires"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	must(t, e.c.Update(ctx, minted))
 	harness.Eventually(t, 20*time.Second, "an expired, unused key replaced", func(ctx context.Context) error {
@@ -114,17 +118,29 @@ func TestMintAndRemoveDevice(t *testing.T) {
 	if n := keyCalls(); n != 2 {
 		t.Errorf("%d keys minted within 30 s of the last, want 2 (no new one)", n)
 	}
-	// Once 30 s have passed (played by dating k2 back) the device that
-	// lost its login is removed, as the Tailscale operator does, and a new
-	// key is minted: the config's AuthKey changes to it.
+	// Dating k2 back in its Secret is a tenant's edit, and changes
+	// nothing: the provider keeps its own record.
 	must(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "relay-0-authkey"}, minted))
 	minted.Annotations["relay.peerrelay.io/authkey-minted"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	must(t, e.c.Update(ctx, minted))
+	time.Sleep(3 * time.Second)
+	if n := keyCalls(); n != 2 {
+		t.Errorf("%d keys minted after the key Secret's mint time was edited, want 2 (no new one)", n)
+	}
+	// Once 30 s have passed (played by dating the provider's record back)
+	// the device that lost its login is removed, as the Tailscale operator
+	// does, and a new key is minted: the config's AuthKey changes to it,
+	// and k2 is revoked.
+	e.dateMintBack(t, "relay-0")
 	e.config(t, "relay-0-config", "the reissued key", func(c ipn.ConfigVAlpha) bool {
 		return c.AuthKey != nil && *c.AuthKey == "file:/etc/tailscale/authkey/relay-0/authkey-k3"
 	})
 	if api.HasDevice("n123") {
 		t.Error("the device that lost its login is still in the tailnet after the reissue")
+	}
+	// Each key a new one replaced is revoked: k1 (expired unused), k2.
+	if got := api.Revoked(); !slices.Equal(got, []string{"k1", "k2"}) {
+		t.Errorf("revoked keys %v, want [k1 k2]", got)
 	}
 	// containerboot clears its request once it has the new key, and logs
 	// in as a new device.

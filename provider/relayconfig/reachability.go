@@ -204,10 +204,11 @@ func (e *external) probe(ctx context.Context, mg *v1alpha1.RelayConfig, device s
 		return failed(fmt.Sprintf("device %s is not in the prober's netmap: it is not logged in, or the tailnet policy does not let the prober's tags see it", device))
 	}
 	// The device ID comes from the replica's state Secret, which its
-	// namespace may write: probe only a device whose tags the provider
-	// config allows, so a tenant cannot aim the prober at another's relay.
-	if tags := relay.Tags().AsSlice(); !subset(tags, e.allowedTags) {
-		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow; it is not probed", device, tags))
+	// namespace may write: probe only a relay's device (tagged: a person's
+	// device carries no tags) whose tags the provider config allows, so a
+	// tenant cannot aim the prober at another's device.
+	if tags := relay.Tags().AsSlice(); !probeable(tags, e.allowedTags) {
+		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow (and a relay's device is tagged); it is not probed", device, tags))
 	}
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup
@@ -245,6 +246,13 @@ func (e *external) probersForget(mg *v1alpha1.RelayConfig) {
 		e.probers.forget(mg.GetUID())
 	}
 	forgetProbes(mg.GetNamespace(), mg.GetName())
+}
+
+// probeable says whether a device with these tags may be probed: a
+// relay's (tagged; a person's device carries none), with only tags the
+// provider config's policy allows, when it names any.
+func probeable(tags, allowed []string) bool {
+	return len(tags) > 0 && subset(tags, allowed)
 }
 
 // subset says whether every tag is allowed; no allowed list allows any.

@@ -86,3 +86,28 @@ func TestProbeDue(t *testing.T) {
 		t.Errorf("a forgotten replica is polled every %s, want 10m", got)
 	}
 }
+
+// TestProbeable: the prober knocks only on a relay's device whose tags the
+// provider config's policy allows; the device ID comes from a state Secret
+// the tenant may write.
+func TestProbeable(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		tags    []string
+		allowed []string
+		want    bool
+	}{
+		"Untagged":         {reason: "A person's device (no tags) is never probed, even with no policy.", want: false},
+		"UntaggedInPolicy": {reason: "Nor under a policy: the empty set is a subset of any.", allowed: []string{"tag:relay"}, want: false},
+		"NoPolicy":         {reason: "A tagged device is probed when the policy names no tags.", tags: []string{"tag:relay"}, want: true},
+		"Allowed":          {reason: "A device with allowed tags only is probed.", tags: []string{"tag:relay"}, allowed: []string{"tag:relay", "tag:b"}, want: true},
+		"Outside":          {reason: "A device with a tag the policy does not give is not.", tags: []string{"tag:relay", "tag:other"}, allowed: []string{"tag:relay"}, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := probeable(tc.tags, tc.allowed); got != tc.want {
+				t.Errorf("%s\nprobeable(%v, %v) = %v, want %v", tc.reason, tc.tags, tc.allowed, got, tc.want)
+			}
+		})
+	}
+}

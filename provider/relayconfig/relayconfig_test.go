@@ -150,6 +150,18 @@ func (e *env) get(t *testing.T, name string) *v1alpha1.RelayConfig {
 	return rc
 }
 
+// dateMintBack plays 30 s passing since the provider last minted a key for
+// RelayConfig name: its record (status.atProvider.lastMinted) is dated a
+// minute back, so the next key needed is minted at once.
+func (e *env) dateMintBack(t *testing.T, name string) {
+	t.Helper()
+	harness.Eventually(t, 20*time.Second, "RelayConfig "+name+"'s last mint dated back", func(ctx context.Context) error {
+		rc := e.get(t, name)
+		rc.Status.AtProvider.LastMinted = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+		return e.c.Status().Update(ctx, rc)
+	})
+}
+
 func (e *env) waitFor(t *testing.T, name, what string, ok func(*v1alpha1.RelayConfig) bool) *v1alpha1.RelayConfig {
 	t.Helper()
 	rc := &v1alpha1.RelayConfig{}

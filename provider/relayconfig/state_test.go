@@ -56,4 +56,5 @@ func TestStateSecret(t *testing.T) {
 		return nil
 	})
 	e.config(t, "relay-0-config", "the key back: the device must log in again", hasKey)
+	e.waitFor(t, "relay-0", "the new state Secret's UID recorded", func(rc *v1alpha1.RelayConfig) bool { return rc.Status.AtProvider.StateSecretUID == string(state.UID) })
 }

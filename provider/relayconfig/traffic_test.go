@@ -172,7 +172,9 @@ func TestScrapeReachesOnlyThePod(t *testing.T) {
 	// A proxy that would answer for any address.
 	t.Setenv("HTTP_PROXY", other.URL)
 	t.Setenv("http_proxy", other.URL)
-	addrOf := func(srv *httptest.Server) netip.AddrPort { return netip.MustParseAddrPort(srv.Listener.Addr().String()) }
+	addrOf := func(srv *httptest.Server) netip.AddrPort {
+		return netip.MustParseAddrPort(srv.Listener.Addr().String())
+	}
 	cases := map[string]struct {
 		reason  string
 		handler http.HandlerFunc
@@ -180,8 +182,10 @@ func TestScrapeReachesOnlyThePod(t *testing.T) {
 		wantErr string
 	}{
 		"Redirect": {
-			reason:  "A redirect to another address is not followed: no sample, and nothing sent there.",
-			handler: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/metrics", http.StatusFound) },
+			reason: "A redirect to another address is not followed: no sample, and nothing sent there.",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/metrics", http.StatusFound)
+			},
 			wantErr: "HTTP 302",
 		},
 		"Relay": {
@@ -200,8 +204,10 @@ func TestScrapeReachesOnlyThePod(t *testing.T) {
 			wantErr: "no " + metricForwardedPackets,
 		},
 		"LongLine": {
-			reason:  "A line longer than the bound ends the read with an error.",
-			handler: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(strings.Repeat("x", 2*maxLine) + "\n" + relayMetrics)) },
+			reason: "A line longer than the bound ends the read with an error.",
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte(strings.Repeat("x", 2*maxLine) + "\n" + relayMetrics))
+			},
 			wantErr: "token too long",
 		},
 	}

@@ -158,3 +158,44 @@ func TestCatalogueAgainstAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// TestTailnetCannotBeSetLater: spec.tailnet is immutable from creation, set
+// or not. A PeerRelay created without one must not be pointed at another
+// team's ClusterProviderConfig later: its RelayConfigs, refused there while
+// they live, would have it named at deletion.
+func TestTailnetCannotBeSetLater(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"))
+	c, err := client.New(api.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ before, after map[string]any }{
+		"Set":     {before: map[string]any{}, after: map[string]any{"tailnet": "team-b"}},
+		"Changed": {before: map[string]any{"tailnet": "team-a"}, after: map[string]any{"tailnet": "team-b"}},
+		"Removed": {before: map[string]any{"tailnet": "team-a"}, after: map[string]any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "peerrelay.io/v1alpha1", "kind": "PeerRelay",
+				"metadata": map[string]any{"name": strings.ToLower(name), "namespace": "team-a"},
+				"spec":     tc.before,
+			}}
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			u.Object["spec"] = tc.after
+			err := c.Update(ctx, u)
+			if err == nil || !strings.Contains(err.Error(), "spec.tailnet is immutable") {
+				t.Errorf("update from %v to %v: %v, want refused as immutable", tc.before, tc.after, err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package crossplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -103,6 +104,12 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 		return nil
 	})
 
+	// With RelayConfigs to write (T2), the pivot: one admitted by its own
+	// provider config, then pointed at the victim's, which refuses it while
+	// it lives, with a victim relay's device, newer than it and under its
+	// hostname and tags, in its state Secret; then deleted.
+	pivoted := s.pivot(ctx, t, api, ownTailnet, ownTag, victimNS, victimTailnet)
+
 	// The refused PeerRelays go first: their pods never logged in, and
 	// containerboot waits up to 25 s for a consistent state before it
 	// stops one, which with Kubernetes' ordered namespace deletion (pods
@@ -144,7 +151,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 
 	// Its own untampered device went; the tampered replica's device is
 	// left (the tenant's loss); nobody else's was touched.
-	want := slices.Sorted(slices.Values(append(slices.Clone(devicesBefore), tampered)))
+	want := slices.Sorted(slices.Values(append(slices.Clone(devicesBefore), tampered, pivoted)))
 	if got := api.DeviceIDs(); !slices.Equal(got, want) {
 		t.Errorf("devices after the namespace went: %v, want %v (before %v, the tenant's %v)", got, want, devicesBefore, own)
 	}
@@ -165,6 +172,75 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 	if diff := diffVersions(secretsBefore, s.secretVersions(ctx, t)); len(diff) > 0 {
 		t.Errorf("Secrets outside %s changed: %v", evilNamespace, diff)
 	}
+}
+
+// pivot plays the HIGH of issue 40 as a T2 tenant (RelayConfigs and
+// Secrets in its namespace): RelayConfig pivot, admitted by its own
+// provider config ownTailnet, is pointed at victimTailnet, whose policy
+// refuses it; a relay device of the victim's that joins after it (its
+// hostname and tags) is written into pivot's state Secret, and pivot is
+// deleted. The provider, which recorded ownTailnet as what admitted it,
+// takes nothing from victimTailnet at deletion: the device stays. It
+// returns the victim's device's ID.
+func (s *system) pivot(ctx context.Context, t *testing.T, api *tailnettest.FakeAPI, ownTailnet, ownTag, victimNS, victimTailnet string) string {
+	t.Helper()
+	victimRC, err := s.Get(ctx, relayAPI, "RelayConfig", victimNS, "relay-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ := unstructured.NestedString(victimRC.Object, "spec", "forProvider", "hostname")
+	tags, _, _ := unstructured.NestedStringSlice(victimRC.Object, "spec", "forProvider", "tags")
+	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":%q,"kind":"RelayConfig","metadata":{"name":"pivot","namespace":%q},"spec":{"providerConfigRef":{"kind":"ClusterProviderConfig","name":%q},"forProvider":{"hostname":%q,"port":41641,"tags":[%q],"configSecretName":"pivot-config","stateSecretName":"pivot","staticEndpoints":["192.0.2.1:41641"]}}}`,
+		relayAPI, evilNamespace, ownTailnet, host, ownTag))
+	harness.Eventually(t, 90*time.Second, "pivot admitted by "+ownTailnet, func(ctx context.Context) error {
+		rc, err := s.Get(ctx, relayAPI, "RelayConfig", evilNamespace, "pivot")
+		if err != nil {
+			return err
+		}
+		if name, _, _ := unstructured.NestedString(rc.Object, "status", "atProvider", "admission", "name"); name != ownTailnet {
+			return fmt.Errorf("admission %v", rc.Object["status"])
+		}
+		if _, err := s.Get(ctx, "v1", "Secret", evilNamespace, "pivot"); err != nil {
+			return fmt.Errorf("state Secret: %w", err)
+		}
+		return nil
+	})
+	patch := fmt.Sprintf(`{"spec":{"providerConfigRef":{"name":%q},"forProvider":{"tags":%s}}}`, victimTailnet, jsonList(tags))
+	if out, err := s.Kubectl(t, "-n", evilNamespace, "patch", "relayconfig.relay.peerrelay.io", "pivot", "--type=merge", "-p", patch); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	harness.Eventually(t, 90*time.Second, "pivot refused by "+victimTailnet, func(ctx context.Context) error {
+		rc, err := s.Get(ctx, relayAPI, "RelayConfig", evilNamespace, "pivot")
+		if err != nil {
+			return err
+		}
+		if st, msg := condition(rc, "ProviderConfigUsable"); st != "False" || !strings.Contains(msg, "may not be used from namespace "+evilNamespace) {
+			return fmt.Errorf("ProviderConfigUsable %s: %s", st, msg)
+		}
+		return nil
+	})
+	const victimID = "victim-joined-later"
+	api.AddDevice(victimID, tailnettest.Device{Hostname: host, Tags: tags, Created: time.Now()})
+	state := &corev1.Secret{}
+	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: evilNamespace, Name: "pivot"}, state); err != nil {
+		t.Fatal(err)
+	}
+	state.Data = map[string][]byte{"device_id": []byte(victimID)}
+	if err := s.Admin.Update(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.Kubectl(t, "-n", evilNamespace, "delete", "relayconfig.relay.peerrelay.io", "pivot", "--timeout=90s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !api.HasDevice(victimID) {
+		t.Errorf("the victim's device %s went with the tenant's RelayConfig pointed at %s", victimID, victimTailnet)
+	}
+	return victimID
+}
+
+func jsonList(l []string) string {
+	b, _ := json.Marshal(l)
+	return string(b)
 }
 
 // applyJSON applies each object.

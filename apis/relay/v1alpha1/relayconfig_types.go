@@ -267,8 +267,14 @@ type RelayConfigObservation struct {
 	// references say, is read for a device ID.
 	// +optional
 	StateSecretUID string `json:"stateSecretUID,omitempty"`
-	// AuthKeyID of the key the provider minted, when it minted one.
+	// AuthKeyID of the key the provider minted, when it minted one: the
+	// provider's own record, never read back from the key Secret.
 	AuthKeyID string `json:"authKeyID,omitempty"`
+	// LastMinted is when the provider last minted a key for this replica:
+	// the next is minted no sooner than 30 s later, whatever happens to the
+	// key Secret.
+	// +optional
+	LastMinted *metav1.Time `json:"lastMinted,omitempty"`
 	// AWS is the check of spec.forProvider.aws's subnet and allocation.
 	// +optional
 	AWS *AWSPlacementObservation `json:"aws,omitempty"`

@@ -2,6 +2,7 @@
 package tailnettest
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,10 @@ type Fault struct {
 	// Delay answers this much later (or not at all, when the client gives
 	// up first: a timeout).
 	Delay time.Duration
+	// Words, with Status, is the error's message in place of the usual
+	// one: its %s gets a random token and a timestamp each time, words no
+	// scrubbing of request IDs knows.
+	Words string
 }
 
 // Device is what the fake knows of a device.
@@ -120,6 +125,11 @@ func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if fault.Status != 0 {
 		if fault.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(fault.RetryAfter))
+		}
+		if fault.Words != "" {
+			w.WriteHeader(fault.Status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"message": fmt.Sprintf(fault.Words, rand.Text()+" "+time.Now().Format(time.RFC3339Nano))})
+			return
 		}
 		f.fail(w, fault.Status)
 		return
