@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -73,7 +72,7 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyUnavailable, "no auth key: spec.forProvider.authKeySecretRef (the PeerRelay's spec.authKeySecretRef) is not set, and the provider config has no Tailscale API access (spec.tailscale, an OAuth client) to mint one; the replica cannot log in")
 		return "", false, nil
 	case r == nil:
-		if bad := e.tagsNotAllowed(mg.Spec.ForProvider.Tags); len(bad) > 0 {
+		if bad := e.allowedTags.outside(mg.Spec.ForProvider.Tags); len(bad) > 0 {
 			setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonKeyUnavailable, fmt.Sprintf("no key is minted: spec.forProvider.tags (the PeerRelay's spec.tags) %v are not allowed by the provider config's spec.policy.tags %v", bad, e.allowedTags))
 			return "", false, nil
 		}
@@ -91,21 +90,6 @@ func (e *external) authKey(ctx context.Context, mg *v1alpha1.RelayConfig, state 
 		setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "the key in Secret "+r.Name)
 	}
 	return ref, false, nil
-}
-
-// tagsNotAllowed returns the tags the provider config's policy does not
-// allow a minted key to carry.
-func (e *external) tagsNotAllowed(tags []string) []string {
-	if len(e.allowedTags) == 0 {
-		return nil
-	}
-	var bad []string
-	for _, t := range tags {
-		if !slices.Contains(e.allowedTags, t) {
-			bad = append(bad, t)
-		}
-	}
-	return bad
 }
 
 // suppliedKey is the AuthKey for the key Secret the user named, and what

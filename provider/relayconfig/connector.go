@@ -20,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tailscale.com/ipn"
@@ -170,7 +171,9 @@ const credentialsGrace = 5 * time.Minute
 // and is retried.
 //
 // A RelayConfig being deleted whose provider config did not admit it
-// (errNotAdmitted) goes at once: waiting cannot make it admitted.
+// (errNotAdmitted) goes at once: waiting cannot make it admitted. So does
+// one whose namespaced ProviderConfig or credentials are not found: they
+// were in its own namespace, which is being deleted.
 func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
 	if !meta.WasDeleted(mg) {
 		return nil
@@ -180,6 +183,11 @@ func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
 	switch {
 	case errors.As(err, &notAdmitted):
 		why = "the provider config it names now is not the one that admitted it"
+	case kerrors.IsNotFound(err) && mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind:
+		// A namespaced ProviderConfig, or a Secret it names, gone from the
+		// RelayConfig's own namespace while the RelayConfig is deleted: the
+		// namespace is going, and they will not come back.
+		why = "its namespaced ProviderConfig or credentials are gone from the namespace"
 	case time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace:
 		return nil
 	}

@@ -1,6 +1,7 @@
 package relayconfig
 
 import (
+	stdcmp "cmp"
 	"errors"
 	"strings"
 	"testing"
@@ -146,7 +147,7 @@ func TestConnect(t *testing.T) {
 			reason: "A namespace the policy lists may use it, and its allowed tags reach the external client.",
 			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{Policy: &v1alpha1.Policy{Namespaces: []string{"team-b", "team-a"}, Tags: []string{"tag:relay"}}})},
 			check: func(t *testing.T, e *external) {
-				if !cmp.Equal(e.allowedTags, []string{"tag:relay"}) {
+				if !cmp.Equal(e.allowedTags, tagPolicy{"tag:relay"}) {
 					t.Errorf("allowed tags %v", e.allowedTags)
 				}
 			},
@@ -309,6 +310,7 @@ func TestConnect(t *testing.T) {
 func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 	cases := map[string]struct {
 		reason    string
+		kind      string        // of the provider config; ClusterProviderConfig if unset
 		deleted   time.Duration // ago; 0 for a live RelayConfig
 		wantErr   bool
 		wantEvent string
@@ -318,7 +320,7 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 			wantErr: true,
 		},
 		"JustDeleted": {
-			reason:  "Within the grace period the provider config may come back: Connect fails and is retried.",
+			reason:  "Within the grace period a ClusterProviderConfig may come back: Connect fails and is retried.",
 			deleted: time.Minute,
 			wantErr: true,
 		},
@@ -327,6 +329,17 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 			deleted:   credentialsGrace + time.Minute,
 			wantEvent: "device dev-1 stays in the tailnet",
 		},
+		"NamespacedGone": {
+			reason:    "A namespaced ProviderConfig not found while its RelayConfig is deleted went with their namespace and will not come back: the RelayConfig goes at once, and a Warning names the device left behind.",
+			kind:      v1alpha1.ProviderConfigKind,
+			deleted:   time.Second,
+			wantEvent: "gone from the namespace",
+		},
+		"NamespacedGoneLive": {
+			reason:  "A live RelayConfig whose namespaced ProviderConfig is missing fails Connect.",
+			kind:    v1alpha1.ProviderConfigKind,
+			wantErr: true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -334,7 +347,7 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 			var recorded events
 			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), record: &recorded}
 			mg := relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.DeviceID = "dev-1" })
-			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "team"})
+			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: stdcmp.Or(tc.kind, v1alpha1.ClusterProviderConfigKind), Name: "team"})
 			if tc.deleted > 0 {
 				mg.SetDeletionTimestamp(&metav1.Time{Time: time.Now().Add(-tc.deleted)})
 			}

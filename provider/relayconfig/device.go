@@ -108,7 +108,7 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 // a device it does not own. A person's device carries no tags and is never
 // a replica's. Tenants sharing one set of tags share one trust domain:
 // policy gives each team its own tags.
-func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed []string) error {
+func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed tagPolicy) error {
 	p := mg.Spec.ForProvider
 	if d.Hostname != p.Hostname {
 		return fmt.Errorf("its hostname is %q, not this replica's %q", d.Hostname, p.Hostname)
@@ -121,7 +121,7 @@ func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed []string
 		return fmt.Errorf("it carries no tags: a person's device, not a relay's")
 	case p.AuthKeySecretRef == nil && !sameTags(d.Tags, p.Tags):
 		return fmt.Errorf("its tags %v are not those of the keys minted for this replica %v", d.Tags, p.Tags)
-	case len(allowed) > 0 && slices.ContainsFunc(d.Tags, func(t string) bool { return !slices.Contains(allowed, t) }):
+	case len(allowed.outside(d.Tags)) > 0:
 		return fmt.Errorf("its tags %v are not all among those the provider config's policy allows %v", d.Tags, allowed)
 	}
 	return nil

@@ -50,7 +50,7 @@ type external struct {
 	record     event.Recorder
 	// allowedTags are the tags minted keys may carry (the provider
 	// config's spec.policy.tags); nil: any.
-	allowedTags []string
+	allowedTags tagPolicy
 	// probers are the provider's probers; reachability says how this
 	// RelayConfig is probed, nil when its provider config does not.
 	probers      *probers

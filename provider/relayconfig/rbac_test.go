@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,4 +140,26 @@ func grantedByManifest(t *testing.T, path string) map[providertest.Access]bool {
 		t.Fatalf("no ClusterRole rules in %s", path)
 	}
 	return out
+}
+
+// TestTenantRoleIsT0: the tenant ClusterRole we ship (package/rbac/
+// tenant.yaml) grants T0 exactly, as docs/security.md says: PeerRelays,
+// RelayConfigs read-only; no status, no RelayConfig writes, no provider
+// configs.
+func TestTenantRoleIsT0(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := grantedByManifest(t, filepath.Join(root, "package/rbac/tenant.yaml"))
+	want := map[providertest.Access]bool{}
+	for _, v := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+		want[providertest.Access{Group: "peerrelay.io", Resource: "peerrelays", Verb: v}] = true
+	}
+	for _, v := range []string{"get", "list", "watch"} {
+		want[providertest.Access{Group: "relay.peerrelay.io", Resource: "relayconfigs", Verb: v}] = true
+	}
+	if diff := cmp.Diff(want, granted); diff != "" {
+		t.Errorf("package/rbac/tenant.yaml is not T0 (-want +got):\n%s", diff)
+	}
 }

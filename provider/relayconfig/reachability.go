@@ -207,7 +207,7 @@ func (e *external) probe(ctx context.Context, mg *v1alpha1.RelayConfig, device s
 	// namespace may write: probe only a relay's device (tagged: a person's
 	// device carries no tags) whose tags the provider config allows, so a
 	// tenant cannot aim the prober at another's device.
-	if tags := relay.Tags().AsSlice(); !probeable(tags, e.allowedTags) {
+	if tags := relay.Tags().AsSlice(); !e.allowedTags.relayDevice(tags) {
 		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow (and a relay's device is tagged); it is not probed", device, tags))
 	}
 	errs := make([]error, len(eps))
@@ -246,26 +246,6 @@ func (e *external) probersForget(mg *v1alpha1.RelayConfig) {
 		e.probers.forget(mg.GetUID())
 	}
 	forgetProbes(mg.GetNamespace(), mg.GetName())
-}
-
-// probeable says whether a device with these tags may be probed: a
-// relay's (tagged; a person's device carries none), with only tags the
-// provider config's policy allows, when it names any.
-func probeable(tags, allowed []string) bool {
-	return len(tags) > 0 && subset(tags, allowed)
-}
-
-// subset says whether every tag is allowed; no allowed list allows any.
-func subset(tags, allowed []string) bool {
-	if len(allowed) == 0 {
-		return true
-	}
-	for _, t := range tags {
-		if !slices.Contains(allowed, t) {
-			return false
-		}
-	}
-	return true
 }
 
 // removeCondition drops a condition of typ; it says whether there was one.

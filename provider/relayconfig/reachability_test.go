@@ -87,10 +87,10 @@ func TestProbeDue(t *testing.T) {
 	}
 }
 
-// TestProbeable: the prober knocks only on a relay's device whose tags the
+// TestTagPolicyRelayDevice: the prober knocks only on a relay's device whose tags the
 // provider config's policy allows; the device ID comes from a state Secret
 // the tenant may write.
-func TestProbeable(t *testing.T) {
+func TestTagPolicyRelayDevice(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		tags    []string
@@ -105,8 +105,8 @@ func TestProbeable(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := probeable(tc.tags, tc.allowed); got != tc.want {
-				t.Errorf("%s\nprobeable(%v, %v) = %v, want %v", tc.reason, tc.tags, tc.allowed, got, tc.want)
+			if got := tagPolicy(tc.allowed).relayDevice(tc.tags); got != tc.want {
+				t.Errorf("%s\nrelayDevice(%v) under %v = %v, want %v", tc.reason, tc.tags, tc.allowed, got, tc.want)
 			}
 		})
 	}
