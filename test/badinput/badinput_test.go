@@ -16,8 +16,6 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -124,15 +122,8 @@ func TestCatalogueAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"), filepath.Join(root, "package/provider/crds"))
-	c, err := client.New(api.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"), filepath.Join(root, "package/provider/crds")).ClientIn(t, "team-a")
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, e := range load(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: e.object()}
@@ -168,15 +159,8 @@ func TestTailnetCannotBeSetLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"))
-	c, err := client.New(api.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd")).ClientIn(t, "team-a")
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
-		t.Fatal(err)
-	}
 	for name, tc := range map[string]struct{ before, after map[string]any }{
 		"Set":     {before: map[string]any{}, after: map[string]any{"tailnet": "team-b"}},
 		"Changed": {before: map[string]any{"tailnet": "team-a"}, after: map[string]any{"tailnet": "team-b"}},

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,7 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -148,4 +152,18 @@ func (a *APIServer) RestartAPIServer(t testing.TB, down time.Duration) {
 	if err := s.Start(); err != nil {
 		t.Fatalf("starting kube-apiserver again: %v", err)
 	}
+}
+
+// ClientIn returns a client of the API server's and creates namespace ns,
+// where a test writes its objects.
+func (a *APIServer) ClientIn(t testing.TB, ns string) client.Client {
+	t.Helper()
+	c, err := client.New(a.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"google.golang.org/protobuf/types/known/structpb"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,15 +33,8 @@ func TestOperatorManifests(t *testing.T) {
 	if err != nil || len(files) < 5 {
 		t.Fatalf("examples/operator holds %d manifests (%v)", len(files), err)
 	}
-	api := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd"))
-	c, err := client.New(api.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := harness.StartAPIServer(t, filepath.Join(root, "apis/peerrelay/crd")).ClientIn(t, "team-a")
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
-		t.Fatal(err)
-	}
 	t.Run("TailnetImmutable", func(t *testing.T) {
 		pr := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "peerrelay.io/v1alpha1", "kind": "PeerRelay",
