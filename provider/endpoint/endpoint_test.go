@@ -32,3 +32,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseBounds: the provider carries the PeerRelay's bounds for a
+// RelayConfig's static endpoints too (one written before the schema had
+// them, or by a tenant who may write RelayConfigs): the prober sends to
+// each, so none on loopback, link-local (the metadata service) or
+// multicast, and at most 16.
+func TestParseBounds(t *testing.T) {
+	many := make([]string, 17)
+	for i := range many {
+		many[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 41641).String()
+	}
+	cases := map[string]struct {
+		reason string
+		eps    []string
+		ok     bool
+	}{
+		"Public":    {reason: "A public address is advertised.", eps: []string{"203.0.113.9:41641"}, ok: true},
+		"Private":   {reason: "A private one too (a port-forwarded homelab's LAN).", eps: []string{"10.0.0.7:41641"}, ok: true},
+		"Metadata":  {reason: "The cloud's metadata address is link-local: refused.", eps: []string{"169.254.169.254:80"}},
+		"Loopback":  {reason: "Loopback is the provider's own host: refused.", eps: []string{"127.0.0.1:41641"}},
+		"Multicast": {reason: "Multicast reaches no one peer: refused.", eps: []string{"[ff02::1]:41641"}},
+		"MappedV4":  {reason: "An IPv4-mapped loopback is loopback.", eps: []string{"[::ffff:127.0.0.1]:41641"}},
+		"TooMany":   {reason: "Seventeen entries are one too many.", eps: many},
+		"Sixteen":   {reason: "Sixteen are the most.", eps: many[:16], ok: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("spec.forProvider.staticEndpoints", tc.eps)
+			if (err == nil) != tc.ok {
+				t.Errorf("%s\nParse(%v): %v", tc.reason, tc.eps, err)
+			}
+		})
+	}
+}

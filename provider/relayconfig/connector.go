@@ -92,7 +92,8 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		r.DNS = resolve.DNSResolver{Server: spec.DNS.Server}
 	}
 	if spec.ResolveTimeout != nil && spec.ResolveTimeout.Duration > 0 {
-		r.Timeout = spec.ResolveTimeout.Duration
+		// The schema's bound, kept for objects written before it.
+		r.Timeout = min(spec.ResolveTimeout.Duration, v1alpha1.MaxResolveTimeout*time.Second)
 	}
 	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers, samplers: c.samplers}
 	if spec.Policy != nil {
@@ -315,6 +316,8 @@ func (c *connector) namespacedPolicy(spec *v1alpha1.ProviderConfigSpec) error {
 		return fmt.Errorf("spec.tailscale.baseURL sends Tailscale API requests elsewhere, which %s", how)
 	case spec.Probe != nil && spec.ControlURL != "":
 		return fmt.Errorf("spec.probe with spec.controlURL has the provider's prober log in to another control server, which %s", how)
+	case spec.DNS != nil && spec.DNS.Server != "":
+		return fmt.Errorf("spec.dns.server sends the provider's DNS queries, from crossplane-system, to a server of its choosing, which %s", how)
 	}
 	return nil
 }

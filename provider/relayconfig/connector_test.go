@@ -176,6 +176,21 @@ func TestConnect(t *testing.T) {
 			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{ControlURL: "http://10.0.0.1", Probe: &v1alpha1.Probe{Tags: []string{"tag:probe"}}})},
 			wantErr: "spec.probe with spec.controlURL",
 		},
+		"NamespacedDNSServer": {
+			reason:  "A namespaced ProviderConfig may not send the provider's DNS queries to a server of the tenant's choosing.",
+			ref:     teamRef,
+			objs:    []client.Object{team(v1alpha1.ProviderConfigSpec{DNS: &v1alpha1.DNSConfig{Server: "198.51.100.53:53"}})},
+			wantErr: "spec.dns.server",
+		},
+		"TimeoutCapped": {
+			reason: "A resolve timeout above 30 s, written before the schema bounded it, is held to 30 s.",
+			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{ResolveTimeout: &metav1.Duration{Duration: 5 * time.Minute}})},
+			check: func(t *testing.T, e *external) {
+				if e.resolver.Timeout != 30*time.Second {
+					t.Errorf("resolve timeout %s, want 30s", e.resolver.Timeout)
+				}
+			},
+		},
 		"ProbeWithoutAPI": {
 			reason: "spec.probe without spec.tailscale probes nothing and says why: the prober's key cannot be minted.",
 			objs:   []client.Object{pc(v1alpha1.ProviderConfigSpec{Probe: &v1alpha1.Probe{Tags: []string{"tag:probe"}, Interval: &metav1.Duration{Duration: time.Second}}})},

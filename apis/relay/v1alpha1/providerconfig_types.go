@@ -33,6 +33,9 @@ const (
 // DefaultResolveTimeout bounds each DNS or AWS lookup.
 const DefaultResolveTimeout = 5 // seconds
 
+// MaxResolveTimeout is the most spec.resolveTimeout may say.
+const MaxResolveTimeout = 30 // seconds
+
 // AWSConfig configures AWS API access.
 type AWSConfig struct {
 	// Source of credentials; default None.
@@ -107,7 +110,10 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +optional
 	ControlURL string `json:"controlURL,omitempty"`
-	// ResolveTimeout bounds each DNS or AWS lookup; default 5s.
+	// ResolveTimeout bounds each DNS or AWS lookup; default 5s, at most
+	// 30s: every lookup holds one of the provider's workers that long.
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('30s')",message="spec.resolveTimeout is at most 30s: every lookup holds one of the provider's workers"
+	// +kubebuilder:validation:Type=string
 	// +optional
 	ResolveTimeout *metav1.Duration `json:"resolveTimeout,omitempty"`
 	// Policy limits who may use a ClusterProviderConfig and what the keys

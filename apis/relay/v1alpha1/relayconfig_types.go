@@ -168,7 +168,11 @@ type RelayConfigParameters struct {
 	AuthKeySecretRef *AuthKeyRef `json:"authKeySecretRef,omitempty"`
 
 	// Tags a minted auth key carries (used only when AuthKeySecretRef is
-	// not set and the provider config has Tailscale API access).
+	// not set and the provider config has Tailscale API access). The
+	// PeerRelay's bounds: at most 32, each a tailnet ACL tag.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^tag:[a-zA-Z][a-zA-Z0-9-]*$`
 	// +optional
 	Tags []string `json:"tags,omitempty"`
 
@@ -181,6 +185,10 @@ type RelayConfigParameters struct {
 	StateSecretName string `json:"stateSecretName,omitempty"`
 
 	// StaticEndpoints (ip:port) are advertised as well as resolved ones.
+	// The PeerRelay's bounds: at most 16, each an ip:port; the provider
+	// probes each, so their number is its cost.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
 	StaticEndpoints []string `json:"staticEndpoints,omitempty"`
 
