@@ -6,6 +6,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// podMonitorSampleLimit bounds the samples one scrape of a relay pod may
+// bring.
+const podMonitorSampleLimit = 2000
+
 // podMonitorCRDName is the Prometheus Operator's PodMonitor CRD.
 const podMonitorCRDName = "podmonitors.monitoring.coreos.com"
 
@@ -32,6 +36,11 @@ func podMonitor(r *relay) *unstructured.Unstructured {
 		"spec": map[string]any{
 			"selector":            map[string]any{"matchLabels": toAny(selectorLabels(r))},
 			"podMetricsEndpoints": []any{map[string]any{"port": metricsPortName, "path": "/metrics"}},
+			// The pods run in a tenant's namespace, from an image it may
+			// choose: a scrape past this many samples is dropped, so a pod
+			// cannot flood the platform's Prometheus. tailscaled serves
+			// about a hundred.
+			"sampleLimit": int64(podMonitorSampleLimit),
 		},
 	}}
 }

@@ -41,6 +41,7 @@ metadata:
 spec:
   selector: {matchLabels: {app.kubernetes.io/name: peerrelay, app.kubernetes.io/instance: my-relay}}
   podMetricsEndpoints: [{port: metrics, path: /metrics}]
+  sampleLimit: 2000
 `)
 	}
 	cases := map[string]struct {

@@ -110,19 +110,22 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 // policy gives each team its own tags.
 func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed tagPolicy) error {
 	p := mg.Spec.ForProvider
+	// What the tailnet says of a device the tenant named is not the
+	// tenant's to learn: the reasons name this replica's values, never the
+	// device's (its hostname, creation time, tags).
 	if d.Hostname != p.Hostname {
-		return fmt.Errorf("its hostname is %q, not this replica's %q", d.Hostname, p.Hostname)
+		return fmt.Errorf("its hostname is not this replica's %q", p.Hostname)
 	}
 	if created := mg.GetCreationTimestamp().Time; d.Created.Before(created.Add(-clockSkew)) {
-		return fmt.Errorf("it was created at %s, before this RelayConfig (%s)", d.Created.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+		return fmt.Errorf("it was created before this RelayConfig (%s)", created.UTC().Format(time.RFC3339))
 	}
 	switch {
 	case len(d.Tags) == 0:
 		return fmt.Errorf("it carries no tags: a person's device, not a relay's")
 	case p.AuthKeySecretRef == nil && !sameTags(d.Tags, p.Tags):
-		return fmt.Errorf("its tags %v are not those of the keys minted for this replica %v", d.Tags, p.Tags)
+		return fmt.Errorf("its tags are not those of the keys minted for this replica %v", p.Tags)
 	case len(allowed.outside(d.Tags)) > 0:
-		return fmt.Errorf("its tags %v are not all among those the provider config's policy allows %v", d.Tags, allowed)
+		return fmt.Errorf("its tags are not all among those the provider config's policy allows %v", allowed)
 	}
 	return nil
 }
