@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -118,6 +119,8 @@ func (ps *probers) record(uid types.UID, p probed) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.probed[uid] = p
+	// A RelayConfig that never reached Delete is not kept for ever.
+	maps.DeleteFunc(ps.probed, func(_ types.UID, q probed) bool { return p.at.Sub(q.at) > staleAfter*q.every })
 }
 
 // forget drops a RelayConfig that is gone or no longer probed.

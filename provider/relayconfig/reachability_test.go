@@ -111,3 +111,34 @@ func TestTagPolicyRelayDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleEntriesGo: a RelayConfig that never reaches Delete (its
+// finalizer removed by hand) does not stay in the probers' and samplers'
+// memory: once ten of its intervals pass without a probe or a sample, the
+// next one recorded for another RelayConfig drops it.
+func TestStaleEntriesGo(t *testing.T) {
+	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	ps := newProbers()
+	ps.record("gone", probed{at: at, every: time.Minute})
+	ps.record("live", probed{at: at.Add(5 * time.Minute), every: time.Minute})
+	if _, ok := ps.probed["gone"]; !ok {
+		t.Fatal("an entry five intervals old was dropped")
+	}
+	ps.record("live", probed{at: at.Add(11 * time.Minute), every: time.Minute})
+	if _, ok := ps.probed["gone"]; ok {
+		t.Error("the probers keep a RelayConfig not probed for eleven intervals")
+	}
+
+	now := at
+	ss := newSamplers()
+	ss.now = func() time.Time { return now }
+	ss.due("gone")
+	now = now.Add(11 * time.Minute)
+	ss.due("live")
+	if _, ok := ss.sampled["gone"]; ok {
+		t.Error("the samplers keep a RelayConfig not sampled for eleven minutes")
+	}
+	if _, ok := ss.sampled["live"]; !ok {
+		t.Error("the samplers dropped the RelayConfig just sampled")
+	}
+}

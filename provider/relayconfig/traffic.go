@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -69,8 +70,16 @@ func (s *samplers) due(uid types.UID) bool {
 		return false
 	}
 	s.sampled[uid] = now
+	// A RelayConfig that never reached Delete (its finalizer removed by
+	// hand, say) is not kept for ever: one sampling is seen every minute.
+	maps.DeleteFunc(s.sampled, func(_ types.UID, at time.Time) bool { return now.Sub(at) > staleAfter*sampleEvery })
 	return true
 }
+
+// staleAfter is how many intervals a RelayConfig's entry in the samplers
+// and probers outlives its last sample or probe: past it, the RelayConfig
+// is taken to be gone.
+const staleAfter = 10
 
 func (s *samplers) forget(uid types.UID) {
 	s.mu.Lock()
