@@ -29,11 +29,11 @@ type awsObserved struct {
 	Allocations map[int]string
 	// Checks the provider made of each replica's subnet and allocation.
 	Checks map[int]*relayv1alpha1.AWSPlacementObservation
-	// Applied is the placement the function gave each replica's Service
-	// or load balancer, as the PeerRelay's status records it, not as the
-	// live objects say (a tenant may edit a Service; their word counts only
-	// for a PeerRelay whose status predates the record): what is kept while
-	// a new one is not yet checked, or invalid.
+	// Applied is the placement each replica's Service or load balancer
+	// keeps while a new one is not yet checked, or invalid: the last one
+	// the provider found valid, as its RelayConfig's status records it.
+	// Not as the live Service says, nor the PeerRelay's status: a tenant
+	// may write both (Kubernetes' edit role includes the XR's status).
 	Applied map[int]placementIDs
 	// PodIPs by pod name, for the Managed target registrations.
 	PodIPs map[string]string
@@ -41,7 +41,7 @@ type awsObserved struct {
 
 // observeAWS reads what AWS placement depends on, or returns nil when the
 // PeerRelay has no spec.aws.
-func observeAWS(spec map[string]any, last v1alpha1.PeerRelayStatus, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) *awsObserved {
+func observeAWS(spec map[string]any, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) *awsObserved {
 	if spec["aws"] == nil {
 		return nil
 	}
@@ -55,19 +55,10 @@ func observeAWS(spec map[string]any, last v1alpha1.PeerRelayStatus, observed map
 		} else if i, ok := indexed(string(key), keyPrefixRelayConfig); ok {
 			if c := awsCheck(obj); c != nil {
 				setIn(&o.Checks, i, c)
+				if v := c.LastValid; v != nil {
+					setIn(&o.Applied, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
+				}
 			}
-		} else if i, ok := indexed(string(key), keyPrefixService); ok {
-			setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
-		} else if i, ok := indexed(string(key), keyPrefixLoadBalancer); ok {
-			sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
-			alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
-			setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
-		}
-	}
-	// The function's own record wins over what the live objects say.
-	for _, rs := range last.Replicas {
-		if a := rs.AWS; a != nil {
-			setIn(&o.Applied, int(rs.Index), placementIDs{SubnetID: a.SubnetID, AllocationID: a.AllocationID})
 		}
 	}
 	for i, a := range o.Applied {

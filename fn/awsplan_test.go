@@ -185,11 +185,10 @@ aws:
 			},
 		},
 		"CheckFailsKeepsWhatWasApplied": {
-			reason: "A bad new allocation leaves the replica's Service pinned as it was (a PeerRelay whose status predates the record: as the live Service says).",
+			reason: "A bad new allocation leaves the replica's Service pinned to the last placement the provider found valid, as its RelayConfig records it.",
 			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
 			observed: map[string]*fnv1.Resource{
-				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
-				"service-0":     {Resource: mustStruct(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: my-relay-0\n  annotations:\n    "+annotationEIPAllocations+": eipalloc-0ddd\n    "+annotationSubnets+": subnet-0a")},
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123", "      lastValid: {subnetID: subnet-0a, allocationID: eipalloc-0ddd}"),
 			},
 			want: want{
 				fields: map[string]map[string]any{"service-0": {
@@ -199,12 +198,12 @@ aws:
 				msg:    "replica 0: Elastic IP eipalloc-0eee is associated with instance i-0123",
 			},
 		},
-		"TenantEditedServiceIgnored": {
-			reason: "Annotations a tenant wrote on the live Service are not taken as the placement the function applied: the Service keeps the Elastic IP the function gave it, as the PeerRelay's status records.",
+		"TenantWrittenPlacementIgnored": {
+			reason: "Neither annotations a tenant wrote on the live Service nor a placement it wrote into the PeerRelay's status (Kubernetes' edit role includes it) are taken as the placement applied: the Service keeps the Elastic IP the provider last found valid, as the RelayConfig records.",
 			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
-			status: "replicas: [{index: 0, hostname: my-relay-0, podReady: true, aws: {subnetID: subnet-0a, allocationID: eipalloc-0ddd}}]",
+			status: "replicas: [{index: 0, hostname: my-relay-0, podReady: true, aws: {subnetID: subnet-0b, allocationID: eipalloc-0ggg}}]",
 			observed: map[string]*fnv1.Resource{
-				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123", "      lastValid: {subnetID: subnet-0a, allocationID: eipalloc-0ddd}"),
 				"service-0":     {Resource: mustStruct(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: my-relay-0\n  annotations:\n    "+annotationEIPAllocations+": eipalloc-0fff\n    "+annotationSubnets+": subnet-0f")},
 			},
 			want: want{

@@ -70,7 +70,7 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 			in.ProxyClasses = append(in.ProxyClasses, pc.Resource.Object)
 		}
 	}
-	in.AWS = observeAWS(in.Spec, lastStatus(xr), observed, pods)
+	in.AWS = observeAWS(in.Spec, observed, pods)
 	for key, oc := range observed {
 		_, sts := indexed(string(key), keyPrefixStatefulSet)
 		if oc.Resource != nil && (sts || key == keyServiceAccount || key == keyRole || key == keyRoleBinding) {

@@ -27,11 +27,17 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	}
 	prev := mg.Status.AtProvider.AWS
 	if prev != nil && prev.Checked && len(prev.Problems) == 0 && prev.SubnetID == p.SubnetID && prev.AllocationID == p.AllocationID {
+		recordLastValid(prev, nil) // one checked before the record existed
 		return nil
+	}
+	var last *v1alpha1.AWSPlacement
+	if prev != nil {
+		last = prev.LastValid
 	}
 	if e.placement == nil {
 		mg.Status.AtProvider.AWS = &v1alpha1.AWSPlacementObservation{SubnetID: p.SubnetID, AllocationID: p.AllocationID,
 			Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"}
+		recordLastValid(mg.Status.AtProvider.AWS, last)
 		setPlacementCondition(mg, corev1.ConditionUnknown, v1alpha1.ReasonNotChecked, mg.Status.AtProvider.AWS.Message)
 		return nil
 	}
@@ -43,6 +49,7 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonCheckFailed, err.Error())
 		return err
 	}
+	recordLastValid(&obs, last)
 	mg.Status.AtProvider.AWS = &obs
 	if len(obs.Problems) > 0 {
 		setPlacementCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonPlacementBad, strings.Join(obs.Problems, "; "))
@@ -54,6 +61,16 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 	}
 	setPlacementCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonPlacementValid, msg)
 	return nil
+}
+
+// recordLastValid records obs's placement as the last valid one when
+// nothing was found against it, else keeps last.
+func recordLastValid(obs *v1alpha1.AWSPlacementObservation, last *v1alpha1.AWSPlacement) {
+	if len(obs.Problems) > 0 {
+		obs.LastValid = last
+		return
+	}
+	obs.LastValid = &v1alpha1.AWSPlacement{SubnetID: obs.SubnetID, AllocationID: obs.AllocationID}
 }
 
 func setPlacementCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) {

@@ -91,6 +91,31 @@ func TestAWSPlacementCheck(t *testing.T) {
 		}
 		// The check never stands in the way of the relay's own config.
 		e.config(t, name+"-config", "the ingress endpoint", endpointsAre("203.0.113.50:41641"))
+		// A valid placement is the provider's record of the last valid one.
+		if valid := tc.want.problem == ""; valid != (a.LastValid != nil && a.LastValid.SubnetID == tc.subnet && a.LastValid.AllocationID == tc.alloc) {
+			t.Errorf("%s: %s\nlastValid %+v, want this placement: %v", name, tc.reason, a.LastValid, valid)
+		}
+	}
+
+	// A valid placement changed to a bad one: the valid one stays the
+	// record, what the function keeps the replica's Service on.
+	e.service(t, "moved", corev1.LoadBalancerIngress{IP: "203.0.113.51"})
+	e.relayConfig(t, "moved", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{SubnetID: n.PublicSubnet, AllocationID: n.FreeAllocations[0]}
+	})
+	e.waitFor(t, "moved", "a valid placement recorded", func(rc *v1alpha1.RelayConfig) bool {
+		a := rc.Status.AtProvider.AWS
+		return a != nil && a.LastValid != nil && a.LastValid.AllocationID == n.FreeAllocations[0]
+	})
+	rc := e.get(t, "moved")
+	rc.Spec.ForProvider.AWS.AllocationID = n.UsedAllocation
+	must(t, e.c.Update(context.Background(), rc))
+	rc = e.waitFor(t, "moved", "the bad placement checked", func(rc *v1alpha1.RelayConfig) bool {
+		a := rc.Status.AtProvider.AWS
+		return a != nil && a.AllocationID == n.UsedAllocation && len(a.Problems) > 0
+	})
+	if v := rc.Status.AtProvider.AWS.LastValid; v == nil || v.AllocationID != n.FreeAllocations[0] {
+		t.Errorf("after a bad placement, lastValid %+v, want the valid one before it (%s)", v, n.FreeAllocations[0])
 	}
 }
 

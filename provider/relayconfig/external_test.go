@@ -937,7 +937,11 @@ func del(e *external, mg *v1alpha1.RelayConfig) error {
 }
 
 func TestCheckPlacement(t *testing.T) {
-	checked := &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a", Checked: true, Zone: "eu-west-1a"}
+	checked := func() *v1alpha1.AWSPlacementObservation {
+		return &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a", Checked: true, Zone: "eu-west-1a"}
+	}
+	recorded := checked()
+	recorded.LastValid = &v1alpha1.AWSPlacement{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"}
 	cases := map[string]struct {
 		reason string
 		aws    *v1alpha1.AWSResolution
@@ -947,20 +951,21 @@ func TestCheckPlacement(t *testing.T) {
 	}{
 		"NoPlacement": {
 			reason: "Without a pinned subnet or allocation there is nothing to check, and nothing is recorded.",
-			prev:   checked,
+			prev:   checked(),
 		},
 		"CheckedBefore": {
-			reason: "A valid placement is checked once: the same subnet and allocation are not asked about again.",
+			reason: "A valid placement is checked once: the same subnet and allocation are not asked about again; one checked before the record existed becomes the last valid one.",
 			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"},
-			prev:   checked,
-			want:   checked,
+			prev:   checked(),
+			want:   recorded,
 		},
 		"NoCredentials": {
-			reason: "Without AWS credentials the placement is recorded unchecked, and the condition says why.",
+			reason: "Without AWS credentials the placement is recorded unchecked, and the condition says why; nothing is against it, so it is the last valid one.",
 			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b"},
-			prev:   checked,
+			prev:   checked(),
 			want: &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b",
-				Message: "not checked: the provider config has no AWS credentials (spec.aws.source)"},
+				Message:   "not checked: the provider config has no AWS credentials (spec.aws.source)",
+				LastValid: &v1alpha1.AWSPlacement{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b"}},
 			cond: v1alpha1.ReasonNotChecked,
 		},
 	}

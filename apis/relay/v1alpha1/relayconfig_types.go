@@ -140,6 +140,19 @@ type AWSPlacementObservation struct {
 	// Message says why nothing was checked.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// LastValid is the last subnet and allocation the provider found
+	// nothing against (valid, or not checkable): the placement the function
+	// keeps a replica on while a new one waits for its check or is refused.
+	// The provider's record: the function takes it from here, not from the
+	// PeerRelay's status or the live Service, which a tenant may write.
+	// +optional
+	LastValid *AWSPlacement `json:"lastValid,omitempty"`
+}
+
+// AWSPlacement is a replica's subnet and Elastic IP allocation.
+type AWSPlacement struct {
+	SubnetID     string `json:"subnetID"`
+	AllocationID string `json:"allocationID,omitempty"`
 }
 
 // RelayConfigParameters is the desired config of one relay replica.
