@@ -22,9 +22,10 @@ func (p tagPolicy) outside(tags []string) []string {
 	return bad
 }
 
-// relayDevice says whether a device with these tags may be taken as a
-// relay's under the policy: tagged (a person's device carries no tags),
-// and with no tag outside it.
+// relayDevice says whether a device with these tags may be probed as a
+// relay's under the policy: none outside it and, when the policy names
+// tags, tagged (the empty set is a subset of any, and a person's device
+// carries no tags). A policy naming no tags restricts nothing.
 func (p tagPolicy) relayDevice(tags []string) bool {
-	return len(tags) > 0 && len(p.outside(tags)) == 0
+	return len(p.outside(tags)) == 0 && (len(p) == 0 || len(tags) > 0)
 }

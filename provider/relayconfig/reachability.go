@@ -207,11 +207,11 @@ func (e *external) probe(ctx context.Context, mg *v1alpha1.RelayConfig, device s
 		return failed(fmt.Sprintf("device %s is not in the prober's netmap: it is not logged in, or the tailnet policy does not let the prober's tags see it", device))
 	}
 	// The device ID comes from the replica's state Secret, which its
-	// namespace may write: probe only a relay's device (tagged: a person's
-	// device carries no tags) whose tags the provider config allows, so a
+	// namespace may write: probe only a device whose tags the provider
+	// config allows (an untagged one is not, when it names tags), so a
 	// tenant cannot aim the prober at another's device.
 	if tags := relay.Tags().AsSlice(); !e.allowedTags.relayDevice(tags) {
-		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow (and a relay's device is tagged); it is not probed", device, tags))
+		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow; it is not probed", device, tags))
 	}
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup

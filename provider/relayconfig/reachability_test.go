@@ -97,8 +97,8 @@ func TestTagPolicyRelayDevice(t *testing.T) {
 		allowed []string
 		want    bool
 	}{
-		"Untagged":         {reason: "A person's device (no tags) is never probed, even with no policy.", want: false},
-		"UntaggedInPolicy": {reason: "Nor under a policy: the empty set is a subset of any.", allowed: []string{"tag:relay"}, want: false},
+		"Untagged":         {reason: "A policy that names no tags restricts nothing: an untagged device is probed.", want: true},
+		"UntaggedInPolicy": {reason: "Under a policy naming tags, an untagged device (a person's) is not probed, though the empty set is a subset of any.", allowed: []string{"tag:relay"}, want: false},
 		"NoPolicy":         {reason: "A tagged device is probed when the policy names no tags.", tags: []string{"tag:relay"}, want: true},
 		"Allowed":          {reason: "A device with allowed tags only is probed.", tags: []string{"tag:relay"}, allowed: []string{"tag:relay", "tag:b"}, want: true},
 		"Outside":          {reason: "A device with a tag the policy does not give is not.", tags: []string{"tag:relay", "tag:other"}, allowed: []string{"tag:relay"}, want: false},
