@@ -183,3 +183,24 @@ func TestTailnetCannotBeSetLater(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveTimeoutBounded: a provider config's spec.resolveTimeout is at
+// most 30 s (every lookup holds one of the provider's workers that long).
+func TestResolveTimeoutBounded(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := harness.StartAPIServer(t, filepath.Join(root, "package/provider/crds")).ClientIn(t, "team-a")
+	for timeout, ok := range map[string]bool{"30s": true, "5s": true, "31s": false, "1h": false} {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "relay.peerrelay.io/v1alpha1", "kind": "ClusterProviderConfig",
+			"metadata": map[string]any{"name": "t"},
+			"spec":     map[string]any{"resolveTimeout": timeout},
+		}}
+		err := c.Create(context.Background(), u, client.DryRunAll)
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "spec.resolveTimeout is at most 30s")) {
+			t.Errorf("resolveTimeout %s: %v, want accepted %v", timeout, err, ok)
+		}
+	}
+}
