@@ -31,9 +31,12 @@ type awsObserved struct {
 	Checks map[int]*relayv1alpha1.AWSPlacementObservation
 	// Applied is the placement each replica's Service or load balancer
 	// keeps while a new one is not yet checked, or invalid: the last one
-	// the provider found valid, as its RelayConfig's status records it.
-	// Not as the live Service says, nor the PeerRelay's status: a tenant
-	// may write both (Kubernetes' edit role includes the XR's status).
+	// the provider found nothing against, as its RelayConfig's status
+	// records it. Never the PeerRelay's status, which an edit tenant may
+	// write. Only for a replica with no such record yet (a provider from
+	// before it, or mid-upgrade) the live Service or load balancer says,
+	// so an upgrade deletes no Service: what a tenant writes there it could
+	// make the AWS Load Balancer Controller act on directly anyway.
 	Applied map[int]placementIDs
 	// PodIPs by pod name, for the Managed target registrations.
 	PodIPs map[string]string
@@ -46,6 +49,7 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 		return nil
 	}
 	o := &awsObserved{}
+	var recorded map[int]placementIDs
 	for key, oc := range observed {
 		obj := oc.Resource
 		if i, ok := indexed(string(key), keyPrefixEIP); ok {
@@ -56,10 +60,20 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 			if c := awsCheck(obj); c != nil {
 				setIn(&o.Checks, i, c)
 				if v := c.LastValid; v != nil {
-					setIn(&o.Applied, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
+					setIn(&recorded, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
 				}
 			}
+		} else if i, ok := indexed(string(key), keyPrefixService); ok {
+			setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
+		} else if i, ok := indexed(string(key), keyPrefixLoadBalancer); ok {
+			sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
+			alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
+			setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
 		}
+	}
+	// The provider's record wins over what the live objects say.
+	for i, p := range recorded {
+		setIn(&o.Applied, i, p)
 	}
 	for i, a := range o.Applied {
 		if a.SubnetID == "" || a.AllocationID == "" {

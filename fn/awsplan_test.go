@@ -198,6 +198,32 @@ aws:
 				msg:    "replica 0: Elastic IP eipalloc-0eee is associated with instance i-0123",
 			},
 		},
+		"NoRecordKeepsLiveService": {
+			reason: "A replica with no record of the provider's yet (mid-upgrade) keeps its Service as it is, so an upgrade deletes no Service while a new placement waits.",
+			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
+			observed: map[string]*fnv1.Resource{
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
+				"service-0":     {Resource: mustStruct(t, "apiVersion: v1\nkind: Service\nmetadata:\n  name: my-relay-0\n  annotations:\n    "+annotationEIPAllocations+": eipalloc-0ddd\n    "+annotationSubnets+": subnet-0a")},
+			},
+			want: want{
+				fields: map[string]map[string]any{"service-0": {
+					"metadata.annotations." + annotationEIPAllocations: "eipalloc-0ddd",
+				}},
+				reason: reasonAWSConfigInvalid,
+			},
+		},
+		"TenantStatusComposesNothing": {
+			reason: "A placement a tenant wrote into the PeerRelay's status (Kubernetes' edit role includes it) composes no Service for a replica the provider found no valid placement for.",
+			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",
+			status: "replicas: [{index: 0, hostname: my-relay-0, podReady: true, aws: {subnetID: subnet-0b, allocationID: eipalloc-0ggg}}]",
+			observed: map[string]*fnv1.Resource{
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0eee", "Elastic IP eipalloc-0eee is associated with instance i-0123"),
+			},
+			want: want{
+				hasNot: []string{"service-0"},
+				reason: reasonAWSConfigInvalid,
+			},
+		},
 		"TenantWrittenPlacementIgnored": {
 			reason: "Neither annotations a tenant wrote on the live Service nor a placement it wrote into the PeerRelay's status (Kubernetes' edit role includes it) are taken as the placement applied: the Service keeps the Elastic IP the provider last found valid, as the RelayConfig records.",
 			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0eee}]}",

@@ -13,19 +13,35 @@ import (
 // Parse parses ip:port strings, the list at field; an IPv4-mapped IPv6
 // address is taken as the IPv4 address.
 func Parse(field string, eps []string) ([]netip.AddrPort, error) {
-	if len(eps) > v1alpha1.MaxStaticEndpoints {
-		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(eps), v1alpha1.MaxStaticEndpoints)
-	}
 	out := make([]netip.AddrPort, 0, len(eps))
 	for i, ep := range eps {
 		ap, err := netip.ParseAddrPort(ep)
 		if err != nil || ap.Port() == 0 {
 			return nil, fmt.Errorf("%s[%d]: %q must be ip:port with a non-zero port", field, i, ep)
 		}
-		if !v1alpha1.StaticAddrAllowed(ap.Addr()) {
-			return nil, fmt.Errorf("%s[%d]: %q is not a unicast address peers can reach (loopback, link-local, multicast and unspecified addresses are refused)", field, i, ep)
-		}
 		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	}
+	return out, nil
+}
+
+// ParseStatic parses a replica's static endpoints, the list at field, with
+// the PeerRelay's bounds, which the provider keeps for a RelayConfig too
+// (one written before its schema had them, or by a tenant who may write
+// RelayConfigs): the prober sends to each, so at most
+// v1alpha1.MaxStaticEndpoints, and none but unicast addresses peers can
+// reach (v1alpha1.StaticAddrAllowed).
+func ParseStatic(field string, eps []string) ([]netip.AddrPort, error) {
+	if len(eps) > v1alpha1.MaxStaticEndpoints {
+		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(eps), v1alpha1.MaxStaticEndpoints)
+	}
+	out, err := Parse(field, eps)
+	if err != nil {
+		return nil, err
+	}
+	for i, ap := range out {
+		if !v1alpha1.StaticAddrAllowed(ap.Addr()) {
+			return nil, fmt.Errorf("%s[%d]: %q is not a unicast address peers can reach (loopback, link-local, multicast and unspecified addresses are refused)", field, i, eps[i])
+		}
 	}
 	return out, nil
 }

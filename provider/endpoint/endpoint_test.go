@@ -33,12 +33,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestParseBounds: the provider carries the PeerRelay's bounds for a
+// TestParseStaticBounds: the provider carries the PeerRelay's bounds for a
 // RelayConfig's static endpoints too (one written before the schema had
 // them, or by a tenant who may write RelayConfigs): the prober sends to
 // each, so none on loopback, link-local (the metadata service) or
 // multicast, and at most 16.
-func TestParseBounds(t *testing.T) {
+func TestParseStaticBounds(t *testing.T) {
 	many := make([]string, 17)
 	for i := range many {
 		many[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 41641).String()
@@ -57,9 +57,12 @@ func TestParseBounds(t *testing.T) {
 		"TooMany":   {reason: "Seventeen entries are one too many.", eps: many},
 		"Sixteen":   {reason: "Sixteen are the most.", eps: many[:16], ok: true},
 	}
+	if _, err := Parse("status.atProvider.endpoints", many); err != nil {
+		t.Errorf("the bounds hold for static endpoints only, not for what a replica advertises: %v", err)
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Parse("spec.forProvider.staticEndpoints", tc.eps)
+			_, err := ParseStatic("spec.forProvider.staticEndpoints", tc.eps)
 			if (err == nil) != tc.ok {
 				t.Errorf("%s\nParse(%v): %v", tc.reason, tc.eps, err)
 			}

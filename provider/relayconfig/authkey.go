@@ -274,8 +274,9 @@ func tooSoon(mg *v1alpha1.RelayConfig) error {
 }
 
 // recordMint records key id, minted at at, in the RelayConfig's status at
-// once, by a patch that needs no resource version (and leaves mg at the
-// new one, so the reconciler's own status write goes through): the record
+// once, by a merge patch of just these fields that needs no resource
+// version (and leaves mg at the new one, so the reconciler's own status
+// write goes through): the record
 // that throttles the next mint and names the key to revoke must not be
 // lost with a status write that meets a conflict.
 func (e *external) recordMint(ctx context.Context, mg *v1alpha1.RelayConfig, id string, at metav1.Time) error {
@@ -283,7 +284,15 @@ func (e *external) recordMint(ctx context.Context, mg *v1alpha1.RelayConfig, id 
 	mg.Status.AtProvider.AuthKeyID = id
 	mg.Status.AtProvider.LastMinted = &at
 	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)
-	return e.kube.Status().Patch(ctx, mg, client.MergeFrom(before))
+	// Patched on a copy: the server's answer must not replace what this
+	// reconcile recorded in mg and has not written yet (admission, the
+	// state Secret's UID); mg takes only its resource version.
+	patched := mg.DeepCopy()
+	if err := e.kube.Status().Patch(ctx, patched, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	mg.SetResourceVersion(patched.GetResourceVersion())
+	return nil
 }
 
 // mintedKeyFile is where the pod sees minted key id (the StatefulSet mounts

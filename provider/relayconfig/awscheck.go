@@ -64,9 +64,11 @@ func (e *external) checkPlacement(ctx context.Context, mg *v1alpha1.RelayConfig)
 }
 
 // recordLastValid records obs's placement as the last valid one when
-// nothing was found against it, else keeps last.
+// nothing was found against it, else keeps last. A subnet alone (a new
+// Elastic IP not yet allocated) is no placement a Service can keep: the
+// last full one stays.
 func recordLastValid(obs *v1alpha1.AWSPlacementObservation, last *v1alpha1.AWSPlacement) {
-	if len(obs.Problems) > 0 {
+	if len(obs.Problems) > 0 || obs.SubnetID == "" || obs.AllocationID == "" {
 		obs.LastValid = last
 		return
 	}

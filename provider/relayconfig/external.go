@@ -252,7 +252,7 @@ func kept(last []netip.AddrPort, p v1alpha1.RelayConfigParameters) []netip.AddrP
 	if len(last) == 0 {
 		return nil
 	}
-	static, _ := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
+	static, _ := endpoint.ParseStatic("spec.forProvider.staticEndpoints", p.StaticEndpoints)
 	out := slices.Clone(static)
 	for _, ep := range last {
 		if !slices.ContainsFunc(static, func(s netip.AddrPort) bool { return s.Addr() == ep.Addr() }) {
@@ -436,6 +436,13 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.RelayConfig) (_ mana
 		if err := e.deleteDevice(ctx, mg, id); err != nil {
 			return managed.ExternalDelete{}, err
 		}
+	}
+	// The replica's minted key, by the provider's record, mints nothing
+	// more once it goes: a PeerRelay deleted and made again, or scaled up
+	// and down, leaves no usable pre-authorised keys behind. A key already
+	// used or expired cannot be revoked, and lapses by itself.
+	if id := mg.Status.AtProvider.AuthKeyID; e.api != nil && id != "" {
+		_ = e.api.RevokeKey(ctx, id)
 	}
 	s, err := e.configSecret(ctx, mg)
 	if err != nil || s == nil || !metav1.IsControlledBy(s, mg) {

@@ -835,6 +835,16 @@ func TestWrites(t *testing.T) {
 			call:       del,
 			wantWrites: []string{"delete Secret/r-0-config"},
 		},
+		"DeleteRevokesMintedKey": {
+			reason:      "A replica that goes revokes the key minted for it, by the provider's record: deleting and recreating PeerRelays leaves no usable keys behind.",
+			objs:        []client.Object{config},
+			api:         &fakeAPI{},
+			keyID:       "k7",
+			deleting:    true,
+			call:        del,
+			wantWrites:  []string{"delete Secret/r-0-config"},
+			wantRevoked: []string{"k7"},
+		},
 		"DeleteLeavesForeignSecret": {
 			reason: "A Secret under the config Secret's name that the RelayConfig does not control is left alone.",
 			objs:   []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-0-config", Namespace: ns}}},
@@ -857,6 +867,9 @@ func TestWrites(t *testing.T) {
 				}
 			})
 			c := newCluster(append([]client.Object{mg.DeepCopy()}, tc.objs...)...)
+			// Recorded by this reconcile, not yet written: nothing the
+			// provider writes on the way may lose it.
+			mg.Status.AtProvider.StateSecretUID = "recorded-in-memory"
 			for k, v := range tc.fail {
 				c.fail[k] = v
 			}
@@ -871,6 +884,9 @@ func TestWrites(t *testing.T) {
 				e.api = tc.api
 			}
 			err := tc.call(e, mg)
+			if got := mg.Status.AtProvider.StateSecretUID; got != "recorded-in-memory" && !tc.stateMissing {
+				t.Errorf("%s\nthe in-memory status lost what this reconcile recorded: stateSecretUID %q", tc.reason, got)
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s\nerror: %v, want one containing %q", tc.reason, err, tc.wantErr)
@@ -958,6 +974,15 @@ func TestCheckPlacement(t *testing.T) {
 			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"},
 			prev:   checked(),
 			want:   recorded,
+		},
+		"AllocationPending": {
+			reason: "A subnet alone (a new Elastic IP not yet allocated) is no placement to keep a Service on: the last full one stays the record.",
+			aws:    &v1alpha1.AWSResolution{SubnetID: "subnet-0c"},
+			prev:   recorded,
+			want: &v1alpha1.AWSPlacementObservation{SubnetID: "subnet-0c",
+				Message:   "not checked: the provider config has no AWS credentials (spec.aws.source)",
+				LastValid: &v1alpha1.AWSPlacement{SubnetID: "subnet-0a", AllocationID: "eipalloc-0a"}},
+			cond: v1alpha1.ReasonNotChecked,
 		},
 		"NoCredentials": {
 			reason: "Without AWS credentials the placement is recorded unchecked, and the condition says why; nothing is against it, so it is the last valid one.",

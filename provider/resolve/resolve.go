@@ -56,7 +56,7 @@ var ErrNoAddress = errors.New("the Service has no load balancer address yet")
 // keeps its last good endpoints.
 func (r *Resolver) Resolve(ctx context.Context, svc *corev1.Service, p v1alpha1.RelayConfigParameters) (Result, error) {
 	var res Result
-	static, err := endpoint.Parse("spec.forProvider.staticEndpoints", p.StaticEndpoints)
+	static, err := endpoint.ParseStatic("spec.forProvider.staticEndpoints", p.StaticEndpoints)
 	if err != nil {
 		return res, err // before any lookup
 	}
@@ -78,7 +78,7 @@ func FromNode(addrs []netip.Addr, internal bool, port uint16, static []string) (
 			res.Source = v1alpha1.SourceNodeInternalIP
 		}
 	}
-	parsed, err := endpoint.Parse("spec.forProvider.staticEndpoints", static)
+	parsed, err := endpoint.ParseStatic("spec.forProvider.staticEndpoints", static)
 	if err != nil {
 		return res, err
 	}
