@@ -28,8 +28,10 @@ func Parse(field string, eps []string) ([]netip.AddrPort, error) {
 // the PeerRelay's bounds, which the provider keeps for a RelayConfig too
 // (one written before its schema had them, or by a tenant who may write
 // RelayConfigs): the prober sends to each, so at most
-// v1alpha1.MaxStaticEndpoints, and none but unicast addresses peers can
-// reach (v1alpha1.StaticAddrAllowed).
+// v1alpha1.MaxStaticEndpoints, and no link-local (the cloud's metadata
+// service), multicast or unspecified address. Loopback, which the
+// function refuses in a PeerRelay, is left to a RelayConfig: from the
+// provider it reaches only the provider's own pod.
 func ParseStatic(field string, eps []string) ([]netip.AddrPort, error) {
 	if len(eps) > v1alpha1.MaxStaticEndpoints {
 		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(eps), v1alpha1.MaxStaticEndpoints)
@@ -39,8 +41,8 @@ func ParseStatic(field string, eps []string) ([]netip.AddrPort, error) {
 		return nil, err
 	}
 	for i, ap := range out {
-		if !v1alpha1.StaticAddrAllowed(ap.Addr()) {
-			return nil, fmt.Errorf("%s[%d]: %q is not a unicast address peers can reach (loopback, link-local, multicast and unspecified addresses are refused)", field, i, eps[i])
+		if a := ap.Addr(); !a.IsLoopback() && !v1alpha1.StaticAddrAllowed(a) {
+			return nil, fmt.Errorf("%s[%d]: %q is not a unicast address peers can reach (link-local, multicast and unspecified addresses are refused)", field, i, eps[i])
 		}
 	}
 	return out, nil

@@ -36,8 +36,8 @@ func FuzzParse(f *testing.F) {
 // TestParseStaticBounds: the provider carries the PeerRelay's bounds for a
 // RelayConfig's static endpoints too (one written before the schema had
 // them, or by a tenant who may write RelayConfigs): the prober sends to
-// each, so none on loopback, link-local (the metadata service) or
-// multicast, and at most 16.
+// each, so none on link-local (the metadata service) or multicast, and at
+// most 16.
 func TestParseStaticBounds(t *testing.T) {
 	many := make([]string, 17)
 	for i := range many {
@@ -51,9 +51,9 @@ func TestParseStaticBounds(t *testing.T) {
 		"Public":    {reason: "A public address is advertised.", eps: []string{"203.0.113.9:41641"}, ok: true},
 		"Private":   {reason: "A private one too (a port-forwarded homelab's LAN).", eps: []string{"10.0.0.7:41641"}, ok: true},
 		"Metadata":  {reason: "The cloud's metadata address is link-local: refused.", eps: []string{"169.254.169.254:80"}},
-		"Loopback":  {reason: "Loopback is the provider's own host: refused.", eps: []string{"127.0.0.1:41641"}},
+		"Loopback":  {reason: "Loopback reaches only the provider's own pod: left to a RelayConfig (the function refuses it in a PeerRelay).", eps: []string{"127.0.0.1:41641"}, ok: true},
 		"Multicast": {reason: "Multicast reaches no one peer: refused.", eps: []string{"[ff02::1]:41641"}},
-		"MappedV4":  {reason: "An IPv4-mapped loopback is loopback.", eps: []string{"[::ffff:127.0.0.1]:41641"}},
+		"MappedV4":  {reason: "An IPv4-mapped link-local address is link-local.", eps: []string{"[::ffff:169.254.169.254]:80"}},
 		"TooMany":   {reason: "Seventeen entries are one too many.", eps: many},
 		"Sixteen":   {reason: "Sixteen are the most.", eps: many[:16], ok: true},
 	}

@@ -43,9 +43,12 @@ func startWith(t *testing.T, o providertest.Options) *env {
 }
 
 // waitGone waits until the named object no longer exists.
+// waitGone waits for obj to go. A deletion that met errors is retried on
+// the RelayConfig's backoff (1 s doubling to 60 s), not on its own status
+// writes, which do not wake it: a minute and a half covers four failures.
 func (e *env) waitGone(t *testing.T, obj client.Object, name, what string) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, what+" gone", func(ctx context.Context) error {
+	harness.Eventually(t, 90*time.Second, what+" gone", func(ctx context.Context) error {
 		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, obj)
 		if kerrors.IsNotFound(err) {
 			return nil
