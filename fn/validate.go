@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
-	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/relay/static"
 )
 
 // The same rules the CRD schema carries, enforced here too: `crossplane
@@ -169,7 +169,7 @@ func validateStaticEndpoints(path *field.Path, eps []string) (errs field.ErrorLi
 			errs = append(errs, field.Invalid(p, ep, "must be ip:port, for example 203.0.113.7:41641 or [2001:db8::1]:41641 (hostnames are not allowed: tailscaled advertises addresses)"))
 		case ap.Port() == 0:
 			errs = append(errs, field.Invalid(p, ep, "needs a port between 1 and 65535"))
-		case !relayv1alpha1.StaticAddrAllowed(ap.Addr()):
+		case !static.AddrAllowed(ap.Addr()):
 			errs = append(errs, field.Invalid(p, ep, "not a unicast address peers can reach"))
 		case seen[ap]:
 			errs = append(errs, field.Duplicate(p, ep))

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/relay/static"
 )
 
 // Parse parses ip:port strings, the list at field; an IPv4-mapped IPv6
@@ -28,20 +28,20 @@ func Parse(field string, eps []string) ([]netip.AddrPort, error) {
 // the PeerRelay's bounds, which the provider keeps for a RelayConfig too
 // (one written before its schema had them, or by a tenant who may write
 // RelayConfigs): the prober sends to each, so at most
-// v1alpha1.MaxStaticEndpoints, and no link-local (the cloud's metadata
+// static.MaxEndpoints, and no link-local (the cloud's metadata
 // service), multicast or unspecified address. Loopback, which the
 // function refuses in a PeerRelay, is left to a RelayConfig: from the
 // provider it reaches only the provider's own pod.
 func ParseStatic(field string, eps []string) ([]netip.AddrPort, error) {
-	if len(eps) > v1alpha1.MaxStaticEndpoints {
-		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(eps), v1alpha1.MaxStaticEndpoints)
+	if len(eps) > static.MaxEndpoints {
+		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(eps), static.MaxEndpoints)
 	}
 	out, err := Parse(field, eps)
 	if err != nil {
 		return nil, err
 	}
 	for i, ap := range out {
-		if a := ap.Addr(); !a.IsLoopback() && !v1alpha1.StaticAddrAllowed(a) {
+		if a := ap.Addr(); !a.IsLoopback() && !static.AddrAllowed(a) {
 			return nil, fmt.Errorf("%s[%d]: %q is not a unicast address peers can reach (link-local, multicast and unspecified addresses are refused)", field, i, eps[i])
 		}
 	}
