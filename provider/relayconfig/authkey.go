@@ -219,13 +219,6 @@ const reissueInterval = 30 * time.Second
 // mint: the reconciler's backoff brings it back.
 var errReissueTooSoon = errors.New("a new key is needed within 30 s of the last one minted for this replica: the next is minted once 30 s have passed")
 
-// mintTooSoon says whether the provider's own record says a key was minted
-// for this replica less than reissueInterval ago.
-func mintTooSoon(mg *v1alpha1.RelayConfig) bool {
-	last := mg.Status.AtProvider.LastMinted
-	return last != nil && time.Since(last.Time) < reissueInterval
-}
-
 // mintedKeyRef reads R-i-authkey and returns the config's reference to its
 // key, or mint when a new key is needed: there is none, it expired unused,
 // or containerboot asked for a new one in place of this one (device, which
@@ -264,10 +257,11 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 	return ref, false, nil
 }
 
-// tooSoon is errReissueTooSoon when mintTooSoon: Observe fails, and the
-// reconciler's backoff brings it back.
+// tooSoon is errReissueTooSoon when the provider's own record says a key
+// was minted for this replica less than reissueInterval ago: Observe
+// fails, and the reconciler's backoff brings it back.
 func tooSoon(mg *v1alpha1.RelayConfig) error {
-	if mintTooSoon(mg) {
+	if last := mg.Status.AtProvider.LastMinted; last != nil && time.Since(last.Time) < reissueInterval {
 		return errReissueTooSoon
 	}
 	return nil
