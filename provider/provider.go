@@ -41,10 +41,11 @@ type ManagerOptions struct {
 	SkipNameValidation bool
 }
 
-// NewManager returns a manager whose cache holds only the Secrets this
-// provider writes and the relays' state Secrets: auth keys and credentials
-// are read uncached, so the provider never keeps every Secret of the
-// cluster in memory.
+// NewManager returns a manager whose cache holds only the Secrets labelled
+// as this provider's (its own and the relays' state Secrets), stripped to
+// what it reads (relayconfig.StripSecret): auth keys and credentials are
+// read uncached, so the provider never keeps every Secret of the cluster
+// in memory, nor a tenant's labelled Secrets whole.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctrl.Manager, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctr
 		Cache: cache.Options{
 			SyncPeriod: &sync,
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}: {Label: relayconfig.CachedSecrets()},
+				&corev1.Secret{}: {Label: relayconfig.CachedSecrets(), Transform: relayconfig.StripSecret},
 			},
 		},
 	})

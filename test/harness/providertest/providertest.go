@@ -37,6 +37,8 @@ import (
 type Env struct {
 	API    *harness.APIServer
 	Client client.Client // uncached, straight to the API server
+	// Cache is the provider's informer cache: what it keeps in memory.
+	Cache client.Reader
 	DNS    *cloud.DNS
 	NS     string
 }
@@ -185,7 +187,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{API: api, Client: c, DNS: cloud.StartDNS(t), NS: "team-a"}
+	e := &Env{API: api, Client: c, Cache: mgr.GetCache(), DNS: cloud.StartDNS(t), NS: "team-a"}
 	spec := o.ProviderConfig
 	if spec.DNS == nil {
 		spec.DNS = &v1alpha1.DNSConfig{Server: e.DNS.Addr}
