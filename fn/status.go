@@ -206,9 +206,9 @@ func addresses(eps []v1alpha1.Endpoint) string {
 	return strings.Join(out, " ")
 }
 
-// keyProblem is AuthKeySecretMissing, NoAuthKey or AuthKeyRejected, with
-// which replicas cannot log in and why, when some replica cannot; reason
-// is "" otherwise. The provider reports them only while a replica still
+// keyProblem is AuthKeySecretMissing, NoAuthKey, AuthKeyRejected or
+// MintBudgetSpent, with which replicas cannot log in and why, when some
+// replica cannot; reason is "" otherwise. The provider reports them only while a replica still
 // has to log in, and reads the key Secret itself: the function requires
 // no Secret, so Crossplane caches none for it.
 func (s summary) keyProblem() (reason, msg string) {
@@ -216,7 +216,7 @@ func (s summary) keyProblem() (reason, msg string) {
 	replicas := map[string][]string{}
 	for i, ro := range s.replicas {
 		switch ro.key.Reason {
-		case relayv1alpha1.ReasonKeySecretMissing, relayv1alpha1.ReasonKeyUnavailable, relayv1alpha1.ReasonKeyRejected:
+		case relayv1alpha1.ReasonKeySecretMissing, relayv1alpha1.ReasonKeyUnavailable, relayv1alpha1.ReasonKeyRejected, relayv1alpha1.ReasonMintBudgetSpent:
 		default:
 			continue
 		}

@@ -222,6 +222,7 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 	const (
 		noKey      = `{type: AuthKeyAvailable, status: "False", reason: NoAuthKey, message: "no auth key: set it", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		keyMissing = `{type: AuthKeyAvailable, status: "False", reason: AuthKeySecretMissing, message: "Secret ts-auth named by spec.authKeySecretRef does not exist", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		budget     = `{type: AuthKeyAvailable, status: "False", reason: MintBudgetSpent, message: "namespace team-a has spent its budget of minted keys", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		noCleanup  = `{type: DeviceCleanup, status: "False", reason: NoAPIAccess, message: "the device stays", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		cleanup    = `{type: DeviceCleanup, status: "True", reason: TailscaleAPI, message: "removed", lastTransitionTime: "2026-01-01T00:00:00Z"}`
 		answered   = `{type: Reachable, status: "True", reason: Answered, message: "every advertised endpoint answered", lastTransitionTime: "2026-01-01T00:00:00Z"}`
@@ -338,6 +339,12 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", keyMissing), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip", keyMissing), "statefulset-1": pod},
 			wantReason: string(relayv1alpha1.ReasonKeySecretMissing),
 			wantMsg:    "replicas 0, 1: Secret ts-auth named by spec.authKeySecretRef does not exist",
+		},
+		"MintBudgetSpent": {
+			reason:     "A replica whose key waits on a spent mint budget names the budget on the PeerRelay.",
+			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", budget), "statefulset-0": pod},
+			wantReason: string(relayv1alpha1.ReasonMintBudgetSpent),
+			wantMsg:    "replica 0: namespace team-a has spent its budget of minted keys",
 		},
 		"NoAuthKey": {
 			reason:      "A replica with no key and no way to mint one says so on the PeerRelay, and that its device would stay in the tailnet.",

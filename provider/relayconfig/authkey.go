@@ -305,6 +305,10 @@ func (e *external) mint(ctx context.Context, mg *v1alpha1.RelayConfig) (string, 
 	if err := e.notForeign(ctx, mg, name, field); err != nil {
 		return "", err
 	}
+	if err := e.budgets.spend(mg); err != nil {
+		setKeyCondition(mg, corev1.ConditionFalse, v1alpha1.ReasonMintBudgetSpent, err.Error())
+		return "", err
+	}
 	id, key, expires, err := e.api.CreateAuthKey(ctx, tailnet.KeyRequest{Tags: mg.Spec.ForProvider.Tags, Description: "peer relay " + mg.GetNamespace() + "/" + mg.GetName()})
 	if err != nil {
 		return "", err

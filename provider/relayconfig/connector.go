@@ -51,6 +51,8 @@ type connector struct {
 	// samplers read replicas' relay counters (traffic.go); nil: none is
 	// sampled.
 	samplers *samplers
+	// budgets bound minted keys (mintbudget.go); nil: none.
+	budgets *mintBudgets
 	// namespacedOverrides lets a namespaced ProviderConfig use the
 	// provider's own AWS identity and other API endpoints
 	// (FeatureNamespacedOverrides).
@@ -95,7 +97,7 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		// The schema's bound, kept for objects written before it.
 		r.Timeout = min(spec.ResolveTimeout.Duration, v1alpha1.MaxResolveTimeout*time.Second)
 	}
-	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers, samplers: c.samplers}
+	e := &external{kube: c.kube, read: c.read, resolver: r, controlURL: spec.ControlURL, record: c.recorder(), probers: c.probers, samplers: c.samplers, budgets: c.budgets}
 	if spec.Policy != nil {
 		e.allowedTags = spec.Policy.Tags
 	}

@@ -55,6 +55,9 @@ type external struct {
 	// RelayConfig is probed, nil when its provider config does not.
 	probers      *probers
 	reachability *reachability
+	// budgets bound the keys minted per namespace and provider config
+	// (mintbudget.go); nil: none.
+	budgets *mintBudgets
 	// samplers read the replica's relay counters (traffic.go); nil in
 	// tests that do not sample.
 	samplers *samplers

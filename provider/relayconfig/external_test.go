@@ -595,6 +595,8 @@ func TestWrites(t *testing.T) {
 		uncached     []client.Object // seen only past the cache
 		wantMinted   int
 		staleDevice  string
+		// budgetSpent spends the namespace's mint budget first.
+		budgetSpent bool
 	}{
 		"UpdateCreates": {
 			reason:       "Update creates a missing config Secret, and the state Secret first when it is missing too.",
@@ -662,6 +664,15 @@ func TestWrites(t *testing.T) {
 			wantWrites:  []string{"create Secret/r-0-authkey", "patch status RelayConfig/r-0", "update Secret/r-0-config"},
 			wantRevoked: []string{"k0"},
 			wantMinted:  1,
+		},
+		"MintBudgetSpent": {
+			reason:      "A mint past the namespace's budget asks the Tailscale API for nothing, writes nothing, and names the budget.",
+			objs:        []client.Object{config},
+			mintKey:     true,
+			budgetSpent: true,
+			api:         &fakeAPI{},
+			call:        update,
+			wantErr:     "namespace " + ns + " has spent its budget of minted keys",
 		},
 		"MintRecordFails": {
 			reason:      "A minted key the provider cannot record in its own status is revoked: a key it cannot account for would escape the throttle and the revocation of replaced keys.",
@@ -883,7 +894,15 @@ func TestWrites(t *testing.T) {
 			if tc.api != nil {
 				e.api = tc.api
 			}
+			if tc.budgetSpent {
+				e.budgets = newMintBudgets()
+				for e.budgets.spend(mg) == nil {
+				}
+			}
 			err := tc.call(e, mg)
+			if c := mg.GetCondition(v1alpha1.ConditionAuthKey); tc.budgetSpent && c.Reason != v1alpha1.ReasonMintBudgetSpent {
+				t.Errorf("%s\nkey condition %s: %s, want reason %s", tc.reason, c.Reason, c.Message, v1alpha1.ReasonMintBudgetSpent)
+			}
 			if got := mg.Status.AtProvider.StateSecretUID; got != "recorded-in-memory" && !tc.stateMissing {
 				t.Errorf("%s\nthe in-memory status lost what this reconcile recorded: stateSecretUID %q", tc.reason, got)
 			}

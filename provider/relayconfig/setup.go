@@ -52,6 +52,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		record:   record,
 		probers:  newProbers(),
 		samplers: newSamplers(),
+		budgets:  newMintBudgets(),
 		// Features is nil in some callers' options.
 		namespacedOverrides: o.Features != nil && o.Features.Enabled(FeatureNamespacedOverrides),
 	}

@@ -14,6 +14,9 @@ const (
 	ReasonKeyUnavailable xpv2.ConditionReason = "NoAuthKey"
 	ReasonKeyRejected    xpv2.ConditionReason = "AuthKeyRejected"
 	ReasonKeyMinting     xpv2.ConditionReason = "Minting"
+	// ReasonMintBudgetSpent: the namespace's or the provider config's
+	// budget of minted keys is spent; the key is minted when it refills.
+	ReasonMintBudgetSpent xpv2.ConditionReason = "MintBudgetSpent"
 	// ReasonKeySecretMissing: the Secret spec.authKeySecretRef names, or
 	// its key, is missing.
 	ReasonKeySecretMissing xpv2.ConditionReason = "AuthKeySecretMissing"
