@@ -142,7 +142,14 @@ func (c *connector) reachability(mg *v1alpha1.RelayConfig, spec *v1alpha1.Provid
 		controlURL = ipn.DefaultControlURL
 	}
 	ref := mg.GetProviderConfigReference()
+	// One prober per provider config and the credentials it mints with: a
+	// ClusterProviderConfig whose OAuth Secret names no namespace reads
+	// each RelayConfig's own, and a prober joined with one namespace's
+	// credentials is not another's.
 	name := providerConfigKey(ref.Kind, mg.GetNamespace(), ref.Name)
+	if t := spec.Tailscale; t != nil {
+		name += " " + credentialsNamespace(mg, t.OAuthSecretRef) + "/" + t.OAuthSecretRef.Name
+	}
 	// The prober is the provider config's, under what it joined with: a
 	// change of any of these joins a new one.
 	config := fmt.Sprintf("%s %v", controlURL, spec.Probe.Tags)
@@ -348,10 +355,7 @@ func (c *connector) tailnetAPI(ctx context.Context, t *v1alpha1.TailscaleAPI, mg
 // CommonCredentialExtractor reads one key per selector, and these Secrets
 // carry two or three. No value reaches an error.
 func (c *connector) credentials(ctx context.Context, mg *v1alpha1.RelayConfig, ref v1alpha1.SecretRef, field string, required ...string) (map[string]string, error) {
-	ns := ref.Namespace
-	if ns == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
-		ns = mg.GetNamespace()
-	}
+	ns := credentialsNamespace(mg, ref)
 	s := &corev1.Secret{}
 	if err := c.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
 		return nil, fmt.Errorf("cannot get the credentials Secret %s/%s named by %s: %w", ns, ref.Name, field, err)
@@ -366,6 +370,16 @@ func (c *connector) credentials(ctx context.Context, mg *v1alpha1.RelayConfig, r
 		}
 	}
 	return data, nil
+}
+
+// credentialsNamespace is where the credentials Secret ref names is read:
+// a namespaced ProviderConfig's own namespace, else the ref's, else the
+// RelayConfig's.
+func credentialsNamespace(mg *v1alpha1.RelayConfig, ref v1alpha1.SecretRef) string {
+	if ref.Namespace == "" || mg.GetProviderConfigReference().Kind == v1alpha1.ProviderConfigKind {
+		return mg.GetNamespace()
+	}
+	return ref.Namespace
 }
 
 // awsClients are the AWS clients of one provider config and region.

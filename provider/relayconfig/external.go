@@ -139,7 +139,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
 	recordDevice(mg, state) // for Delete, even if the state goes later
 	e.cleanupCondition(mg)
-	e.checkReachability(ctx, mg, eps)
+	e.checkReachability(mg, eps)
 	e.sampleTraffic(ctx, mg)
 	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {

@@ -2,6 +2,7 @@ package relayconfig
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/types"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -74,7 +75,7 @@ func observeSample(outcome string) { trafficSamples.WithLabelValues(outcome).Inc
 
 // observeProbe records a replica's probe by the Reachable condition it
 // gave.
-func observeProbe(mg *v1alpha1.RelayConfig, c xpv2.Condition) {
+func observeProbe(rc types.NamespacedName, c xpv2.Condition) {
 	o, v := "failed", -1.0
 	switch c.Reason {
 	case v1alpha1.ReasonAnswered:
@@ -85,7 +86,7 @@ func observeProbe(mg *v1alpha1.RelayConfig, c xpv2.Condition) {
 		o, v = "no_answer", 0
 	}
 	probes.WithLabelValues(o).Inc()
-	replicaReachable.WithLabelValues(mg.GetNamespace(), mg.GetName()).Set(v)
+	replicaReachable.WithLabelValues(rc.Namespace, rc.Name).Set(v)
 }
 
 // forgetProbes drops a replica that is no longer probed from the gauge.

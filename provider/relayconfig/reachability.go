@@ -13,7 +13,10 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"tailscale.com/tailcfg"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
@@ -30,68 +33,92 @@ const probeTimeout = 5 * time.Second
 // every reconcile.
 const joinRetry = time.Minute
 
-// probers keeps one prober per provider config that turns the probe on,
-// and when each RelayConfig was last probed. Only the leader reconciles,
-// so only the leader's probers join the tailnet.
+// reprobeAfter bounds how soon a change (a new endpoint, a new device ID
+// in the state Secret, which the tenant may write) probes a RelayConfig
+// again: a tenant rewriting its state Secret cannot keep a worker busy.
+const reprobeAfter = 15 * time.Second
+
+// Probers are tailnet devices: a provider keeps at most maxProbers, and
+// logs out one no RelayConfig asked for in proberIdle (its provider config
+// gone, or its probe turned off).
+const (
+	maxProbers = 16
+	proberIdle = 30 * time.Minute
+)
+
+// probers keeps one prober per provider config (and credentials) that
+// turns the probe on, the probe queue and its results. Only the leader
+// reconciles and runs the workers, so only its probers join the tailnet.
 type probers struct {
 	// join is probe.Join; tests may replace it.
 	join func(context.Context, probe.Options) (*probe.Prober, error)
 	now  func() time.Time
 
-	// joining guards joined and closing. A join (a key minted, a login)
-	// takes seconds under it, so it is not mu: the poll interval hook
-	// asks mu after every reconcile of every RelayConfig.
+	// joining guards joined and closing, briefly: a join (a key minted, a
+	// login) takes seconds under the prober's own lock, not this one.
 	joining sync.Mutex
-	// joined holds each provider config's prober by its name.
 	joined  map[string]*joinedProber
 	closing bool
 
-	mu     sync.Mutex
-	probed map[types.UID]probed
+	queue *probeQueue
+	// done asks the controller to reconcile a RelayConfig whose probe
+	// finished (a channel source in Setup).
+	done chan event.GenericEvent
+
+	mu      sync.Mutex
+	probed  map[types.UID]probed
+	results map[types.UID]probeResult
 }
 
 // joinedProber is a provider config's prober, or why it could not join.
 type joinedProber struct {
 	// config is what the prober joined with.
 	config string
+	used   time.Time
+	// mu is held through a join: one join per provider config at a time,
+	// and none of the others waits on it.
+	mu     sync.Mutex
 	p      *probe.Prober
 	err    error
 	failed time.Time
 }
 
 // probed is a RelayConfig's last probe: when, of which endpoints on which
-// device, and how often it is due.
+// device, and how often it is due; pending says a change waits out
+// reprobeAfter.
 type probed struct {
 	at        time.Time
 	endpoints string
 	device    string
 	every     time.Duration
+	pending   bool
+}
+
+// probeResult is a finished probe's condition, for what it probed.
+type probeResult struct {
+	sig  probed
+	cond xpv2.Condition
 }
 
 func newProbers() *probers {
-	return &probers{join: probe.Join, now: time.Now, joined: map[string]*joinedProber{}, probed: map[types.UID]probed{}}
+	return &probers{join: probe.Join, now: time.Now, joined: map[string]*joinedProber{},
+		queue: newProbeQueue(), done: make(chan event.GenericEvent, 1024),
+		probed: map[types.UID]probed{}, results: map[types.UID]probeResult{}}
 }
 
-// prober returns the provider config's prober, joining it with a freshly
-// minted ephemeral key the first time, when its config changed, or
-// joinRetry after a failure.
-func (ps *probers) prober(ctx context.Context, name, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
-	ps.joining.Lock()
-	defer ps.joining.Unlock()
-	if ps.closing {
-		return nil, errors.New("the provider is stopping")
+// prober returns the prober under key, joining it with a freshly minted
+// ephemeral key the first time, when its config changed, or joinRetry
+// after a failure.
+func (ps *probers) prober(ctx context.Context, key, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
+	j, err := ps.entry(key, config)
+	if err != nil {
+		return nil, err
 	}
-	if j := ps.joined[name]; j != nil {
-		switch {
-		case j.config != config:
-			if j.p != nil {
-				j.p.Close()
-			}
-		case j.p != nil || ps.now().Sub(j.failed) < joinRetry:
-			return j.p, j.err
-		}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.p != nil || (j.err != nil && ps.now().Sub(j.failed) < joinRetry) {
+		return j.p, j.err
 	}
-	j := &joinedProber{config: config}
 	_, authKey, _, err := api.CreateAuthKey(ctx, tailnet.KeyRequest{Tags: tags, Description: "peer relay prober", Ephemeral: true})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -99,20 +126,69 @@ func (ps *probers) prober(ctx context.Context, name, config string, o probe.Opti
 		j.p, err = ps.join(ctx, o)
 		cancel()
 	}
+	j.err = nil
 	if err != nil {
 		j.err, j.failed = fmt.Errorf("the prober cannot join the tailnet: %s", stableMessage(err)), ps.now()
 	}
-	ps.joined[name] = j
 	return j.p, j.err
 }
 
+// entry returns the prober entry under key for config, a new one when
+// there is none or its config changed, within maxProbers; probers idle
+// for proberIdle are logged out first.
+func (ps *probers) entry(key, config string) (*joinedProber, error) {
+	ps.joining.Lock()
+	defer ps.joining.Unlock()
+	if ps.closing {
+		return nil, errors.New("the provider is stopping")
+	}
+	now := ps.now()
+	for k, j := range ps.joined {
+		if now.Sub(j.used) > proberIdle || (k == key && j.config != config) {
+			delete(ps.joined, k)
+			go j.close()
+		}
+	}
+	j := ps.joined[key]
+	if j == nil {
+		if len(ps.joined) >= maxProbers {
+			return nil, fmt.Errorf("the provider runs %d probers, its bound, for other provider configs; this one's probe waits until one of them is idle for %s", maxProbers, proberIdle)
+		}
+		j = &joinedProber{config: config}
+		ps.joined[key] = j
+	}
+	j.used = now
+	return j, nil
+}
+
+// close logs the prober out, once any join under way has ended.
+func (j *joinedProber) close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.p != nil {
+		j.p.Close()
+		j.p = nil
+	}
+}
+
 // due says whether a RelayConfig is to be probed now: its interval has
-// passed, or what it advertises or its device changed since.
+// passed, or what it advertises or its device changed since and
+// reprobeAfter has passed.
 func (ps *probers) due(uid types.UID, now probed) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	last, ok := ps.probed[uid]
-	return !ok || last.endpoints != now.endpoints || last.device != now.device || now.at.Sub(last.at) >= last.every
+	switch {
+	case !ok || now.at.Sub(last.at) >= last.every:
+		return true
+	case last.endpoints == now.endpoints && last.device == now.device:
+		return false
+	case now.at.Sub(last.at) >= reprobeAfter:
+		return true
+	}
+	last.pending = true
+	ps.probed[uid] = last
+	return false
 }
 
 func (ps *probers) record(uid types.UID, p probed) {
@@ -121,6 +197,19 @@ func (ps *probers) record(uid types.UID, p probed) {
 	ps.probed[uid] = p
 	// A RelayConfig that never reached Delete is not kept for ever.
 	maps.DeleteFunc(ps.probed, func(_ types.UID, q probed) bool { return p.at.Sub(q.at) > staleAfter*q.every })
+	maps.DeleteFunc(ps.results, func(uid types.UID, _ probeResult) bool { _, ok := ps.probed[uid]; return !ok })
+}
+
+// result is the condition of the RelayConfig's last finished probe, when
+// it probed what the replica advertises now.
+func (ps *probers) result(uid types.UID, now probed) (xpv2.Condition, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, ok := ps.results[uid]
+	if !ok || r.sig.endpoints != now.endpoints || r.sig.device != now.device {
+		return xpv2.Condition{}, false
+	}
+	return r.cond, true
 }
 
 // forget drops a RelayConfig that is gone or no longer probed.
@@ -128,18 +217,68 @@ func (ps *probers) forget(uid types.UID) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	delete(ps.probed, uid)
+	delete(ps.results, uid)
 }
 
 // pollInterval polls a probed RelayConfig as often as it is probed
-// (managed.PollIntervalHook): a relay that stops answering is seen within
-// one interval, not at the next 10-minute poll.
+// (managed.PollIntervalHook), or after reprobeAfter when a change waits:
+// a relay that stops answering is seen within one interval, not at the
+// next 10-minute poll.
 func (ps *probers) pollInterval(uid types.UID, poll time.Duration) time.Duration {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if p, ok := ps.probed[uid]; ok && p.every < poll {
+	p, ok := ps.probed[uid]
+	switch {
+	case ok && p.pending:
+		return min(poll, reprobeAfter)
+	case ok && p.every < poll:
 		return p.every
 	}
 	return poll
+}
+
+// Start runs the probe workers until ctx ends, then logs every prober
+// out (manager.Runnable: on the leader only).
+func (ps *probers) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range probeWorkers {
+		wg.Go(func() { ps.work(ctx) })
+	}
+	wg.Wait()
+	ps.Close()
+	return nil
+}
+
+// work runs queued probes, records each result and asks for a reconcile
+// of its RelayConfig, which reads it.
+func (ps *probers) work(ctx context.Context) {
+	for {
+		j, ok := ps.queue.pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ps.queue.wake:
+				continue
+			}
+		}
+		c := j.run(ctx)
+		ps.mu.Lock()
+		// A RelayConfig forgotten meanwhile (deleted, its probe turned
+		// off) keeps no result and no gauge.
+		if _, live := ps.probed[j.uid]; live {
+			ps.results[j.uid] = probeResult{sig: j.sig, cond: c}
+			observeProbe(j.rc, c)
+		}
+		ps.mu.Unlock()
+		ps.queue.finish(j)
+		rc := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Namespace: j.rc.Namespace, Name: j.rc.Name}}
+		select {
+		case ps.done <- event.GenericEvent{Object: client.Object(rc)}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Close logs every prober out; called when the provider stops.
@@ -150,9 +289,7 @@ func (ps *probers) Close() {
 	ps.joined = map[string]*joinedProber{}
 	ps.joining.Unlock()
 	for _, j := range joined {
-		if j.p != nil {
-			j.p.Close()
-		}
+		j.close()
 	}
 }
 
@@ -164,10 +301,11 @@ type reachability struct {
 	every  time.Duration
 }
 
-// checkReachability probes the replica's advertised endpoints when due and
-// sets its Reachable condition; between probes the condition stays as it
-// is, so a relay at rest costs no status write.
-func (e *external) checkReachability(ctx context.Context, mg *v1alpha1.RelayConfig, eps []netip.AddrPort) {
+// checkReachability sets the replica's Reachable condition from its last
+// finished probe of what it advertises now, and queues a probe when one
+// is due; between probes the condition stays as it is, so a relay at rest
+// costs no status write.
+func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrPort) {
 	r := e.reachability
 	if r == nil {
 		if removeCondition(mg, v1alpha1.ConditionReachable) {
@@ -184,21 +322,28 @@ func (e *external) checkReachability(ctx context.Context, mg *v1alpha1.RelayConf
 		ps.record(mg.GetUID(), probed{at: now.at, every: r.every})
 		return
 	}
+	if c, ok := ps.result(mg.GetUID(), now); ok {
+		mg.SetConditions(c)
+	} else {
+		mg.SetConditions(condition(v1alpha1.ConditionReachable, corev1.ConditionUnknown, v1alpha1.ReasonProbePending,
+			"probing the advertised endpoints"))
+	}
 	if !ps.due(mg.GetUID(), now) {
 		return
 	}
 	ps.record(mg.GetUID(), now)
-	c := e.probe(ctx, mg, device, eps)
-	observeProbe(mg, c)
-	mg.SetConditions(c)
+	prober, allowed := r.prober, e.allowedTags
+	ps.queue.push(probeJob{rc: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, uid: mg.GetUID(), sig: now,
+		run: func(ctx context.Context) xpv2.Condition { return probeEndpoints(ctx, prober, allowed, device, eps) }})
 }
 
-// probe knocks on every advertised endpoint at once and says what answered.
-func (e *external) probe(ctx context.Context, mg *v1alpha1.RelayConfig, device string, eps []netip.AddrPort) xpv2.Condition {
+// probeEndpoints knocks on every advertised endpoint at once and says
+// what answered.
+func probeEndpoints(ctx context.Context, prober func(context.Context) (*probe.Prober, error), allowed tagPolicy, device string, eps []netip.AddrPort) xpv2.Condition {
 	failed := func(msg string) xpv2.Condition {
 		return condition(v1alpha1.ConditionReachable, corev1.ConditionUnknown, v1alpha1.ReasonProbeFailed, msg)
 	}
-	p, err := e.reachability.prober(ctx)
+	p, err := prober(ctx)
 	if err != nil {
 		return failed(err.Error())
 	}
@@ -210,7 +355,7 @@ func (e *external) probe(ctx context.Context, mg *v1alpha1.RelayConfig, device s
 	// namespace may write: probe only a device whose tags the provider
 	// config allows (an untagged one is not, when it names tags), so a
 	// tenant cannot aim the prober at another's device.
-	if tags := relay.Tags().AsSlice(); !e.allowedTags.relayDevice(tags) {
+	if tags := relay.Tags().AsSlice(); !allowed.relayDevice(tags) {
 		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow; it is not probed", device, tags))
 	}
 	errs := make([]error, len(eps))

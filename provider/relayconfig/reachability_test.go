@@ -3,8 +3,12 @@ package relayconfig
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/provider/probe"
 )
@@ -49,8 +53,10 @@ func TestProberJoinRetry(t *testing.T) {
 	}
 }
 
-// TestProbeDue: a replica is probed again after its interval, or at once
-// when what it advertises or its device changed; and polled as often.
+// TestProbeDue: a replica is probed again after its interval, or when what
+// it advertises or its device changed, no sooner than reprobeAfter after
+// the last probe (the state Secret's device ID is the tenant's to rewrite);
+// and polled as often.
 func TestProbeDue(t *testing.T) {
 	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	last := probed{at: at, endpoints: "203.0.113.10:41641", device: "n1", every: time.Minute}
@@ -61,8 +67,10 @@ func TestProbeDue(t *testing.T) {
 	}{
 		"Within":     {reason: "Nothing changed within the interval: not due.", now: probed{at: at.Add(59 * time.Second), endpoints: last.endpoints, device: "n1"}},
 		"After":      {reason: "The interval passed: due.", now: probed{at: at.Add(time.Minute), endpoints: last.endpoints, device: "n1"}, want: true},
-		"NewAddress": {reason: "A new endpoint is probed at once.", now: probed{at: at.Add(time.Second), endpoints: "203.0.113.20:41641", device: "n1"}, want: true},
-		"NewDevice":  {reason: "A new device is probed at once.", now: probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"}, want: true},
+		"NewAddress": {reason: "A new endpoint is probed reprobeAfter after the last probe.", now: probed{at: at.Add(reprobeAfter), endpoints: "203.0.113.20:41641", device: "n1"}, want: true},
+		"NewDevice":  {reason: "A new device is probed reprobeAfter after the last probe.", now: probed{at: at.Add(reprobeAfter), endpoints: last.endpoints, device: "n2"}, want: true},
+		"NewDeviceTooSoon": {reason: "A new device within reprobeAfter of the last probe waits: rewriting the state Secret cannot keep a worker busy.",
+			now: probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -80,6 +88,10 @@ func TestProbeDue(t *testing.T) {
 	ps.record("uid", last)
 	if got := ps.pollInterval("uid", 10*time.Minute); got != time.Minute {
 		t.Errorf("a probed replica is polled every %s, want its interval, 1m", got)
+	}
+	ps.due("uid", probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"})
+	if got := ps.pollInterval("uid", 10*time.Minute); got != reprobeAfter {
+		t.Errorf("a replica whose change waits is polled every %s, want reprobeAfter", got)
 	}
 	ps.forget("uid")
 	if got := ps.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
@@ -140,5 +152,72 @@ func TestStaleEntriesGo(t *testing.T) {
 	}
 	if _, ok := ss.sampled["live"]; !ok {
 		t.Error("the samplers dropped the RelayConfig just sampled")
+	}
+}
+
+// TestProbeQueueFair: a namespace with a hundred replicas to probe holds
+// at most probesPerNamespace workers, and another namespace's probe is
+// next in turn, not behind the hundred; a RelayConfig is queued once.
+func TestProbeQueueFair(t *testing.T) {
+	q := newProbeQueue()
+	job := func(ns string, i int) probeJob {
+		return probeJob{rc: types.NamespacedName{Namespace: ns, Name: fmt.Sprint("r-", i)}, uid: types.UID(fmt.Sprint(ns, i))}
+	}
+	for i := range 100 {
+		q.push(job("hostile", i))
+		q.push(job("hostile", i))
+	}
+	q.push(job("victim", 0))
+	var popped []string
+	for {
+		j, ok := q.pop()
+		if !ok {
+			break
+		}
+		popped = append(popped, j.rc.Namespace)
+	}
+	if want := []string{"hostile", "victim", "hostile"}; !slices.Equal(popped, want) {
+		t.Fatalf("popped %v with every worker free; want %v: the victim next in turn, the hostile namespace at its %d workers", popped, want, probesPerNamespace)
+	}
+	q.finish(job("hostile", 0))
+	if j, ok := q.pop(); !ok || j.rc.Namespace != "hostile" {
+		t.Errorf("a finished probe frees its namespace's worker: popped %v, %v", j.rc, ok)
+	}
+	n := 0
+	for _, w := range q.waiting {
+		n += len(w)
+	}
+	if n != 97 {
+		t.Errorf("%d probes wait; want 97: each RelayConfig is queued once", n)
+	}
+}
+
+// TestProberBound: the provider keeps at most maxProbers probers; one no
+// RelayConfig asked for in proberIdle is logged out and makes room.
+func TestProberBound(t *testing.T) {
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	ps := newProbers()
+	ps.now = func() time.Time { return now }
+	for i := range maxProbers {
+		if _, err := ps.entry(fmt.Sprint("ProviderConfig/team-", i, "/p"), "c"); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	if _, err := ps.entry("ProviderConfig/one-more/p", "c"); err == nil {
+		t.Fatalf("prober %d joined; want the bound of %d", maxProbers+1, maxProbers)
+	}
+	if _, err := ps.entry("ProviderConfig/team-3/p", "c"); err != nil {
+		t.Errorf("a prober already kept is refused: %v", err)
+	}
+	now = now.Add(proberIdle - time.Duration(maxProbers-1)*time.Minute + time.Second)
+	if _, err := ps.entry("ProviderConfig/one-more/p", "c"); err != nil {
+		t.Fatalf("with the first prober idle for %s: %v", proberIdle, err)
+	}
+	if _, kept := ps.joined["ProviderConfig/team-0/p"]; kept {
+		t.Error("the idle prober is kept")
+	}
+	if _, kept := ps.joined["ProviderConfig/team-3/p"]; !kept {
+		t.Error("a prober used since is logged out")
 	}
 }

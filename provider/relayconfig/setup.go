@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
@@ -64,13 +64,10 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			return nodePollInterval(mg, c.samplers.pollInterval(mg.GetUID(), c.probers.pollInterval(mg.GetUID(), poll)))
 		}),
 	)
-	// The probers are ephemeral devices: log them out when the provider
-	// stops (or loses the lease) rather than leave them to expire.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		c.probers.Close()
-		return nil
-	})); err != nil {
+	// The probe workers run on the leader; the probers are ephemeral
+	// devices, logged out when the provider stops (or loses the lease)
+	// rather than left to expire.
+	if err := mgr.Add(c.probers); err != nil {
 		return err
 	}
 	if m := o.MetricOptions; m != nil {
@@ -91,6 +88,8 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// The config and state Secrets: a device ID appearing in the state
 		// Secret is recorded at once.
 		Owns(&corev1.Secret{}).
+		// A finished probe: Observe reads its result.
+		WatchesRawSource(source.Channel(c.probers.done, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(relayConfigsFor(mgr.GetClient(), o.Logger))).
 		// Spec changes only: Crossplane writes a provider config's status
 		// (its users) whenever a RelayConfig starts or stops using it.

@@ -35,14 +35,14 @@ type world struct {
 	provider *providertest.Env
 }
 
-func startWorld(t *testing.T) *world {
+func startWorld(t testing.TB) *world {
 	t.Helper()
 	return startWorldWith(t, v1alpha1.ProviderConfigSpec{})
 }
 
 // startWorldWith starts the world with spec as the provider config, its
 // control URL set to the tailnet's.
-func startWorldWith(t *testing.T, spec v1alpha1.ProviderConfigSpec) *world {
+func startWorldWith(t testing.TB, spec v1alpha1.ProviderConfigSpec) *world {
 	t.Helper()
 	tn := tailnet.Start(t, "127.0.0.1")
 	spec.ControlURL = tn.URL
@@ -53,7 +53,7 @@ func startWorldWith(t *testing.T, spec v1alpha1.ProviderConfigSpec) *world {
 // addRelay creates Service relay-0 with ingressIP and RelayConfig relay-0
 // on a free UDP port, with the auth key as the pod would see it: a file
 // from the mounted Secret. It returns the port.
-func (w *world) addRelay(t *testing.T, ingressIP string) uint16 {
+func (w *world) addRelay(t testing.TB, ingressIP string) uint16 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -88,7 +88,7 @@ func (w *world) addRelay(t *testing.T, ingressIP string) uint16 {
 // runRelay adds relay-0 with ingressIP, waits for its config to advertise
 // ingressIP on its port, and runs tailscaled with that config until it is
 // logged in. It returns the port and the relay.
-func (w *world) runRelay(t *testing.T, ingressIP string) (uint16, *tailnet.Daemon) {
+func (w *world) runRelay(t testing.TB, ingressIP string) (uint16, *tailnet.Daemon) {
 	t.Helper()
 	port := w.addRelay(t, ingressIP)
 	cfgFile := filepath.Join(t.TempDir(), tsconfig.FileName)
@@ -100,7 +100,7 @@ func (w *world) runRelay(t *testing.T, ingressIP string) (uint16, *tailnet.Daemo
 
 // freeUDPPort returns a UDP port free on the host now: the relay binds a
 // real port even in userspace networking.
-func freeUDPPort(t *testing.T) uint16 {
+func freeUDPPort(t testing.TB) uint16 {
 	t.Helper()
 	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -112,7 +112,7 @@ func freeUDPPort(t *testing.T) uint16 {
 
 // startTailscaled runs tailscaled with configFile, logging in to w's
 // control server, as user (nil: this process's).
-func (w *world) startTailscaled(t *testing.T, configFile string, user *syscall.Credential) *tailnet.Daemon {
+func (w *world) startTailscaled(t testing.TB, configFile string, user *syscall.Credential) *tailnet.Daemon {
 	t.Helper()
 	return tailnet.StartDaemon(t, tailnet.DaemonOptions{ConfigFile: configFile, ControlURL: w.URL, User: user})
 }
@@ -186,7 +186,7 @@ func TestRealTailscaledRunsOurConfig(t *testing.T) {
 
 // waitForConfig waits until the config Secret advertises want, writes its
 // file where tailscaled reads it, and returns the endpoints.
-func waitForConfig(t *testing.T, pe *providertest.Env, file string, want []string) []netip.AddrPort {
+func waitForConfig(t testing.TB, pe *providertest.Env, file string, want []string) []netip.AddrPort {
 	t.Helper()
 	var eps []netip.AddrPort
 	harness.Eventually(t, time.Minute, fmt.Sprintf("config Secret advertises %v", want), func(ctx context.Context) error {
@@ -232,7 +232,7 @@ func assertPrefs(t *testing.T, ts *tailnet.Daemon, port uint16, eps []netip.Addr
 	})
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
