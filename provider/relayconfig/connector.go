@@ -107,7 +107,9 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 			return nil, err
 		}
 		r.AWS = aws
-		e.placement = &placement.Checker{EC2: ec2c}
+		// The RelayConfig's own namespace, which its tenant cannot choose:
+		// what it names in AWS must be tagged for it.
+		e.placement = &placement.Checker{EC2: ec2c, Namespace: mg.GetNamespace()}
 	}
 	if spec.Tailscale != nil {
 		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)

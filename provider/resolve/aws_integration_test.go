@@ -15,7 +15,7 @@ import (
 func TestAWSAgainstMoto(t *testing.T) {
 	m := cloud.StartMoto(t)
 	ctx := context.Background()
-	dnsName := m.CreateNLB(t, "relay-0")
+	dnsName := m.CreateNLB(t, "relay-0", cloud.NamespaceTags("team-a"))
 	e, l := m.AWSClients()
 	a := AWSResolver{ELB: l, EC2: e}
 	got, err := a.LoadBalancerAddresses(ctx, dnsName, "relay-0")
