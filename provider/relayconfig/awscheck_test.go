@@ -205,6 +205,44 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 	e.config(t, "relay-0-config", "the load balancer's Elastic IP", endpointsAre(ip+":41641"))
 }
 
+// TestLoadBalancerOfAnotherTeam: a RelayConfig a tenant writes itself
+// (crossplane-edit) names another team's load balancer, and its Elastic IP,
+// by name. The provider looks it up with the platform's credentials, so it
+// refuses it, naming the field and the tags it lacks, and advertises
+// nothing of it.
+func TestLoadBalancerOfAnotherTeam(t *testing.T) {
+	m := cloud.StartMoto(t)
+	e := awsEnv(t, m)
+	n := m.CreateAWSNetwork(t, e.ns)
+	const theirs = "their-relay-0123abcd-0"
+	m.CreatePlacedNLB(t, theirs, n.PublicSubnet, n.ForeignAllocation, map[string]string{"peerrelay.io/relay": cloud.ForeignNamespace + "/their-relay"})
+	theirIP := m.PublicIP(t, n.ForeignAllocation)
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.ServiceRef = nil
+		rc.Spec.ForProvider.Resolution = v1alpha1.ResolutionAWS
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{LoadBalancerName: theirs, SubnetID: n.PublicSubnet, AllocationID: n.ForeignAllocation}
+	})
+	want := `spec.forProvider.aws.loadBalancerName "` + theirs + `": not this namespace's load balancer: it carries neither tag peerrelay.io/namespace=` + e.ns + ` nor peerrelay.io/relay=` + e.ns + "/…"
+	rc := e.waitFor(t, "relay-0", "ResolveFailed naming the field", func(rc *v1alpha1.RelayConfig) bool {
+		c := rc.GetCondition(v1alpha1.ConditionResolved)
+		return c.Reason == v1alpha1.ReasonResolveFailed && strings.Contains(c.Message, want)
+	})
+	c := e.config(t, "relay-0-config", "no endpoint", endpointsAre())
+	for _, ep := range c.RelayServerStaticEndpoints {
+		if ep.Addr().String() == theirIP {
+			t.Errorf("the config advertises the other team's address %s", theirIP)
+		}
+	}
+	status, err := json.Marshal(rc.Status)
+	must(t, err)
+	for _, u := range []string{theirIP, "arn:", cloud.ForeignNamespace, ".elb."} {
+		if strings.Contains(string(status), u) {
+			t.Errorf("the status tells %q of the other team's load balancer: %s", u, status)
+			break // one dump of the status is enough
+		}
+	}
+}
+
 // TestAWSPlacementCheckRetried: a check that AWS fails (a timeout, a 5xx)
 // is retried with backoff, not at the next poll (an hour here, 10 minutes
 // by default), while the replica's Service waits for it; nothing touches

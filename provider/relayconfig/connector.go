@@ -89,7 +89,7 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		return nil, err
 	}
 	mg.SetConditions(providerConfigCondition(nil))
-	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second}
+	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second, Namespace: mg.GetNamespace()}
 	if spec.DNS != nil {
 		r.DNS = resolve.DNSResolver{Server: spec.DNS.Server}
 	}

@@ -117,6 +117,9 @@ type AWSResolution struct {
 	Region string `json:"region,omitempty"`
 	// LoadBalancerName, when the ingress hostname does not say it, or when
 	// there is no Service (a load balancer composed as a managed resource).
+	// The load balancer must be tagged peerrelay.io/relay=<namespace>/...
+	// or peerrelay.io/namespace=<namespace> for this RelayConfig's
+	// namespace.
 	// +optional
 	LoadBalancerName string `json:"loadBalancerName,omitempty"`
 	// SubnetID the replica's load balancer is placed in: the provider checks
