@@ -43,11 +43,13 @@ func awsResource(r *relay, i int, service, kind string, forProvider map[string]a
 }
 
 // awsTags name the PeerRelay and replica on every AWS resource, so they
-// can be told apart in the AWS console and billing.
+// can be told apart in the AWS console and billing. The relay tag is also
+// what makes an Elastic IP or load balancer the namespace's to the
+// provider, which uses no other.
 func awsTags(r *relay, i int, name string) map[string]any {
 	return map[string]any{
 		"Name":                  name,
-		"peerrelay.io/relay":    r.Namespace + "/" + r.Name,
+		relayv1alpha1.TagRelay:  r.Namespace + "/" + r.Name,
 		"peerrelay.io/replica":  strconv.Itoa(i),
 		"peerrelay.io/hostname": hostname(r.Hostname, i),
 	}

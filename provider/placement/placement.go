@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/awsowner"
 )
 
 // EC2API is the part of the EC2 client the placement check calls.
@@ -28,6 +29,9 @@ type EC2API interface {
 // before anything is placed with them.
 type Checker struct {
 	EC2 EC2API
+	// Namespace is the RelayConfig's own: an Elastic IP is used only when
+	// its tags say it is this namespace's (awsowner.Owned).
+	Namespace string
 }
 
 // Check looks at the subnet and, when given, the allocation. What is wrong
@@ -102,7 +106,14 @@ func (c Checker) routesToInternet(ctx context.Context, subnetID, vpcID string) (
 	return false, nil
 }
 
+// checkAllocation checks the Elastic IP is the namespace's before anything
+// else: the check runs with the platform's credentials, so another team's
+// unassociated address would pass the rest, and what it is associated with
+// is that team's to know.
 func (c Checker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacementObservation) error {
+	if c.Namespace == "" {
+		return fmt.Errorf("cannot check Elastic IP %s: no namespace to check its ownership against", obs.AllocationID)
+	}
 	out, err := c.EC2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{AllocationIds: []string{obs.AllocationID}})
 	if notFound(err) || (err == nil && len(out.Addresses) == 0) {
 		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s does not exist in this region", obs.AllocationID))
@@ -112,6 +123,11 @@ func (c Checker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacement
 		return fmt.Errorf("describing Elastic IP %s: %w", obs.AllocationID, err)
 	}
 	a := out.Addresses[0]
+	if !awsowner.Owned(c.Namespace, tagMap(a.Tags)) {
+		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is not this namespace's: it carries %s; the platform team tags Elastic IPs it sets aside for a namespace",
+			obs.AllocationID, awsowner.Wanted(c.Namespace)))
+		return nil
+	}
 	if a.Domain != "" && a.Domain != ec2types.DomainTypeVpc {
 		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is not a VPC address (domain %s)", obs.AllocationID, a.Domain))
 	}
@@ -149,6 +165,14 @@ func (c Checker) loadBalancerInterface(ctx context.Context, eni string) (bool, e
 		}
 	}
 	return false, nil
+}
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
 }
 
 // notFound tells EC2's "no such ID" errors (InvalidSubnetID.NotFound,

@@ -26,7 +26,7 @@ func TestAWSResolutionAndOutage(t *testing.T) {
 	t.Parallel() // its outage is mostly waiting
 	m := cloud.StartMoto(t)
 	ctx := context.Background()
-	host := m.CreateNLB(t, "relay-0")
+	host := m.CreateNLB(t, "relay-0", cloud.NamespaceTags("team-a")) // named in the spec: must be team-a's
 
 	faults := cloud.StartFaultProxy(t, m.Endpoint)
 	e := startWith(t, providertest.Options{ProviderConfig: v1alpha1.ProviderConfigSpec{

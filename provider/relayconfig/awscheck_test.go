@@ -2,10 +2,13 @@ package relayconfig_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +21,33 @@ import (
 
 // TestAWSPlacementCheck: RelayConfigs name subnets and Elastic IPs of a
 // moto VPC; the provider reports each one's zone and VPC, or what is wrong
-// with it, naming the ID.
+// with it, naming the ID. An Elastic IP must be the RelayConfig's
+// namespace's: the check uses the platform's credentials, which reach
+// every team's, and tells nothing of another team's but that it is not
+// this namespace's.
 func TestAWSPlacementCheck(t *testing.T) {
 	m := cloud.StartMoto(t)
-	n := m.CreateAWSNetwork(t)
 	e := awsEnv(t, m)
+	n := m.CreateAWSNetwork(t, e.ns)
+	// Another team's Elastic IPs held by its own instance and network
+	// interface: their IDs are that team's to know.
+	ec2c, _ := m.AWSClients()
+	ctx := context.Background()
+	inst, err := ec2c.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: aws.String(n.PublicSubnet)})
+	must(t, err)
+	theirInstance := aws.ToString(inst.Instances[0].InstanceId)
+	theirsOnInstance := m.AllocateAddress(t, cloud.NamespaceTags(cloud.ForeignNamespace))
+	_, err = ec2c.AssociateAddress(ctx, &ec2.AssociateAddressInput{AllocationId: aws.String(theirsOnInstance), InstanceId: aws.String(theirInstance)})
+	must(t, err)
+	eni, err := ec2c.CreateNetworkInterface(ctx, &ec2.CreateNetworkInterfaceInput{SubnetId: aws.String(n.PublicSubnet)})
+	must(t, err)
+	theirENI := aws.ToString(eni.NetworkInterface.NetworkInterfaceId)
+	theirsOnENI := m.AllocateAddress(t, cloud.NamespaceTags(cloud.ForeignNamespace))
+	_, err = ec2c.AssociateAddress(ctx, &ec2.AssociateAddressInput{AllocationId: aws.String(theirsOnENI), NetworkInterfaceId: aws.String(theirENI)})
+	must(t, err)
+	notOurs := func(alloc string) string {
+		return "Elastic IP " + alloc + " is not this namespace's: it carries neither tag peerrelay.io/namespace=" + e.ns + " nor peerrelay.io/relay=" + e.ns + "/…"
+	}
 
 	type want struct {
 		zone    string
@@ -33,6 +58,8 @@ func TestAWSPlacementCheck(t *testing.T) {
 		reason        string
 		subnet, alloc string
 		want          want
+		// untold appear nowhere in the RelayConfig's status.
+		untold []string
 	}{
 		"public-by-route": {
 			reason: "A subnet whose route table reaches an internet gateway, and a free Elastic IP.",
@@ -59,6 +86,33 @@ func TestAWSPlacementCheck(t *testing.T) {
 			subnet: n.PublicSubnet, alloc: n.UsedAllocation,
 			want: want{zone: "us-east-1a", problem: "Elastic IP " + n.UsedAllocation + " is associated with instance " + n.Instance, reason: string(v1alpha1.ReasonPlacementBad)},
 		},
+		"composed-allocation": {
+			reason: "An Elastic IP the function composed for a PeerRelay in this namespace carries its relay tag.",
+			subnet: n.PublicSubnet, alloc: m.AllocateAddress(t, map[string]string{"peerrelay.io/relay": e.ns + "/x", "Name": "x-0"}),
+			want: want{zone: "us-east-1a", reason: string(v1alpha1.ReasonPlacementValid)},
+		},
+		"other-teams-allocation": {
+			reason: "Another team's unassociated Elastic IP passes every other check: it is not taken.",
+			subnet: n.PublicSubnet, alloc: n.ForeignAllocation,
+			want: want{zone: "us-east-1a", problem: notOurs(n.ForeignAllocation), reason: string(v1alpha1.ReasonPlacementBad)},
+		},
+		"other-teams-allocation-on-instance": {
+			reason: "Another team's Elastic IP on its instance: refused without naming the instance.",
+			subnet: n.PublicSubnet, alloc: theirsOnInstance,
+			want:   want{zone: "us-east-1a", problem: notOurs(theirsOnInstance), reason: string(v1alpha1.ReasonPlacementBad)},
+			untold: []string{theirInstance, "i-", "associated", cloud.ForeignNamespace},
+		},
+		"other-teams-allocation-on-interface": {
+			reason: "Another team's Elastic IP on its network interface: refused without naming the interface.",
+			subnet: n.PublicSubnet, alloc: theirsOnENI,
+			want:   want{zone: "us-east-1a", problem: notOurs(theirsOnENI), reason: string(v1alpha1.ReasonPlacementBad)},
+			untold: []string{theirENI, "eni-", "associated", cloud.ForeignNamespace},
+		},
+		"untagged-allocation": {
+			reason: "An untagged Elastic IP is no namespace's.",
+			subnet: n.PublicSubnet, alloc: m.AllocateAddress(t, nil),
+			want: want{zone: "us-east-1a", problem: " is not this namespace's", reason: string(v1alpha1.ReasonPlacementBad)},
+		},
 		"no-such-allocation": {
 			reason: "An Elastic IP that does not exist.",
 			subnet: n.PublicSubnet, alloc: "eipalloc-0123456789abcdef0",
@@ -72,29 +126,39 @@ func TestAWSPlacementCheck(t *testing.T) {
 		})
 	}
 	for name, tc := range cases {
-		rc := e.waitFor(t, name, "an AWS placement check", func(rc *v1alpha1.RelayConfig) bool {
+		t.Run(name, func(t *testing.T) {
+			rc := e.waitFor(t, name, "an AWS placement check", func(rc *v1alpha1.RelayConfig) bool {
+				a := rc.Status.AtProvider.AWS
+				return a != nil && a.Checked && a.SubnetID == tc.subnet && a.AllocationID == tc.alloc
+			})
 			a := rc.Status.AtProvider.AWS
-			return a != nil && a.Checked && a.SubnetID == tc.subnet && a.AllocationID == tc.alloc
+			if tc.want.zone != "" && (a.Zone != tc.want.zone || a.VPCID != n.VPCID) {
+				t.Errorf("%s\nzone/VPC: want %s in %s, got %s in %s", tc.reason, tc.want.zone, n.VPCID, a.Zone, a.VPCID)
+			}
+			switch {
+			case tc.want.problem == "" && len(a.Problems) > 0:
+				t.Errorf("%s\nwant no problems, got %v", tc.reason, a.Problems)
+			case tc.want.problem != "" && !strings.Contains(strings.Join(a.Problems, "; "), tc.want.problem):
+				t.Errorf("%s\nwant a problem containing %q, got %v", tc.reason, tc.want.problem, a.Problems)
+			}
+			if c := rc.GetCondition(v1alpha1.ConditionAWSPlacement); string(c.Reason) != tc.want.reason {
+				t.Errorf("%s\ncondition %s: want reason %s, got %+v", tc.reason, v1alpha1.ConditionAWSPlacement, tc.want.reason, c)
+			}
+			status, err := json.Marshal(rc.Status)
+			must(t, err)
+			for _, u := range tc.untold {
+				if strings.Contains(string(status), u) {
+					t.Errorf("%s\nthe status tells %q: %s", tc.reason, u, status)
+					break // one dump of the status is enough
+				}
+			}
+			// The check never stands in the way of the relay's own config.
+			e.config(t, name+"-config", "the ingress endpoint", endpointsAre("203.0.113.50:41641"))
+			// A valid placement is the provider's record of the last valid one.
+			if valid := tc.want.problem == ""; valid != (a.LastValid != nil && a.LastValid.SubnetID == tc.subnet && a.LastValid.AllocationID == tc.alloc) {
+				t.Errorf("%s\nlastValid %+v, want this placement: %v", tc.reason, a.LastValid, valid)
+			}
 		})
-		a := rc.Status.AtProvider.AWS
-		if tc.want.zone != "" && (a.Zone != tc.want.zone || a.VPCID != n.VPCID) {
-			t.Errorf("%s: %s\nzone/VPC: want %s in %s, got %s in %s", name, tc.reason, tc.want.zone, n.VPCID, a.Zone, a.VPCID)
-		}
-		switch {
-		case tc.want.problem == "" && len(a.Problems) > 0:
-			t.Errorf("%s: %s\nwant no problems, got %v", name, tc.reason, a.Problems)
-		case tc.want.problem != "" && !strings.Contains(strings.Join(a.Problems, "; "), tc.want.problem):
-			t.Errorf("%s: %s\nwant a problem containing %q, got %v", name, tc.reason, tc.want.problem, a.Problems)
-		}
-		if c := rc.GetCondition(v1alpha1.ConditionAWSPlacement); string(c.Reason) != tc.want.reason {
-			t.Errorf("%s: %s\ncondition %s: want reason %s, got %+v", name, tc.reason, v1alpha1.ConditionAWSPlacement, tc.want.reason, c)
-		}
-		// The check never stands in the way of the relay's own config.
-		e.config(t, name+"-config", "the ingress endpoint", endpointsAre("203.0.113.50:41641"))
-		// A valid placement is the provider's record of the last valid one.
-		if valid := tc.want.problem == ""; valid != (a.LastValid != nil && a.LastValid.SubnetID == tc.subnet && a.LastValid.AllocationID == tc.alloc) {
-			t.Errorf("%s: %s\nlastValid %+v, want this placement: %v", name, tc.reason, a.LastValid, valid)
-		}
 	}
 
 	// A valid placement changed to a bad one: the valid one stays the
@@ -109,7 +173,7 @@ func TestAWSPlacementCheck(t *testing.T) {
 	})
 	rc := e.get(t, "moved")
 	rc.Spec.ForProvider.AWS.AllocationID = n.UsedAllocation
-	must(t, e.c.Update(context.Background(), rc))
+	must(t, e.c.Update(ctx, rc))
 	rc = e.waitFor(t, "moved", "the bad placement checked", func(rc *v1alpha1.RelayConfig) bool {
 		a := rc.Status.AtProvider.AWS
 		return a != nil && a.AllocationID == n.UsedAllocation && len(a.Problems) > 0
@@ -124,8 +188,8 @@ func TestAWSPlacementCheck(t *testing.T) {
 // exist, then its Elastic IP's address.
 func TestManagedLoadBalancerResolution(t *testing.T) {
 	m := cloud.StartMoto(t)
-	n := m.CreateAWSNetwork(t)
 	e := awsEnv(t, m)
+	n := m.CreateAWSNetwork(t, e.ns)
 	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
 		rc.Spec.ForProvider.ServiceRef = nil
 		rc.Spec.ForProvider.Resolution = v1alpha1.ResolutionAWS
@@ -134,10 +198,49 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 	e.waitFor(t, "relay-0", "AwaitingAddress while the load balancer does not exist", func(rc *v1alpha1.RelayConfig) bool {
 		return rc.GetCondition(v1alpha1.ConditionResolved).Reason == v1alpha1.ReasonAwaitingAddress
 	})
-	m.CreatePlacedNLB(t, "my-relay-0123abcd-0", n.PublicSubnet, n.FreeAllocations[0])
+	// Tagged as the function tags the load balancers it composes.
+	m.CreatePlacedNLB(t, "my-relay-0123abcd-0", n.PublicSubnet, n.FreeAllocations[0], map[string]string{"peerrelay.io/relay": e.ns + "/my-relay"})
 	touchRelayConfig(t, e, "relay-0")
 	ip := m.PublicIP(t, n.FreeAllocations[0])
 	e.config(t, "relay-0-config", "the load balancer's Elastic IP", endpointsAre(ip+":41641"))
+}
+
+// TestLoadBalancerOfAnotherTeam: a RelayConfig a tenant writes itself
+// (crossplane-edit) names another team's load balancer, and its Elastic IP,
+// by name. The provider looks it up with the platform's credentials, so it
+// refuses it, naming the field and the tags it lacks, and advertises
+// nothing of it.
+func TestLoadBalancerOfAnotherTeam(t *testing.T) {
+	m := cloud.StartMoto(t)
+	e := awsEnv(t, m)
+	n := m.CreateAWSNetwork(t, e.ns)
+	const theirs = "their-relay-0123abcd-0"
+	m.CreatePlacedNLB(t, theirs, n.PublicSubnet, n.ForeignAllocation, map[string]string{"peerrelay.io/relay": cloud.ForeignNamespace + "/their-relay"})
+	theirIP := m.PublicIP(t, n.ForeignAllocation)
+	e.relayConfig(t, "relay-0", func(rc *v1alpha1.RelayConfig) {
+		rc.Spec.ForProvider.ServiceRef = nil
+		rc.Spec.ForProvider.Resolution = v1alpha1.ResolutionAWS
+		rc.Spec.ForProvider.AWS = &v1alpha1.AWSResolution{LoadBalancerName: theirs, SubnetID: n.PublicSubnet, AllocationID: n.ForeignAllocation}
+	})
+	want := `spec.forProvider.aws.loadBalancerName "` + theirs + `": not this namespace's load balancer: it carries neither tag peerrelay.io/namespace=` + e.ns + ` nor peerrelay.io/relay=` + e.ns + "/…"
+	rc := e.waitFor(t, "relay-0", "ResolveFailed naming the field", func(rc *v1alpha1.RelayConfig) bool {
+		c := rc.GetCondition(v1alpha1.ConditionResolved)
+		return c.Reason == v1alpha1.ReasonResolveFailed && strings.Contains(c.Message, want)
+	})
+	c := e.config(t, "relay-0-config", "no endpoint", endpointsAre())
+	for _, ep := range c.RelayServerStaticEndpoints {
+		if ep.Addr().String() == theirIP {
+			t.Errorf("the config advertises the other team's address %s", theirIP)
+		}
+	}
+	status, err := json.Marshal(rc.Status)
+	must(t, err)
+	for _, u := range []string{theirIP, "arn:", cloud.ForeignNamespace, ".elb."} {
+		if strings.Contains(string(status), u) {
+			t.Errorf("the status tells %q of the other team's load balancer: %s", u, status)
+			break // one dump of the status is enough
+		}
+	}
 }
 
 // TestAWSPlacementCheckRetried: a check that AWS fails (a timeout, a 5xx)
@@ -146,7 +249,7 @@ func TestManagedLoadBalancerResolution(t *testing.T) {
 // the RelayConfig in between.
 func TestAWSPlacementCheckRetried(t *testing.T) {
 	m := cloud.StartMoto(t)
-	n := m.CreateAWSNetwork(t)
+	n := m.CreateAWSNetwork(t, "team-a")
 	faults := cloud.StartFaultProxy(t, m.Endpoint)
 	faults.Fail(http.StatusInternalServerError)
 	e := awsEnvAt(t, faults.URL)

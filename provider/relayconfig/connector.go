@@ -89,7 +89,7 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 		return nil, err
 	}
 	mg.SetConditions(providerConfigCondition(nil))
-	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second}
+	r := &resolve.Resolver{DNS: resolve.DNSResolver{}, Timeout: v1alpha1.DefaultResolveTimeout * time.Second, Namespace: mg.GetNamespace()}
 	if spec.DNS != nil {
 		r.DNS = resolve.DNSResolver{Server: spec.DNS.Server}
 	}
@@ -107,7 +107,9 @@ func (c *connector) connect(ctx context.Context, mg *v1alpha1.RelayConfig) (*ext
 			return nil, err
 		}
 		r.AWS = aws
-		e.placement = &placement.Checker{EC2: ec2c}
+		// The RelayConfig's own namespace, which its tenant cannot choose:
+		// what it names in AWS must be tagged for it.
+		e.placement = &placement.Checker{EC2: ec2c, Namespace: mg.GetNamespace()}
 	}
 	if spec.Tailscale != nil {
 		api, err := c.tailnetAPI(ctx, spec.Tailscale, mg)

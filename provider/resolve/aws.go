@@ -7,17 +7,25 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/peerrelay/peerrelay/provider/awsowner"
 )
 
 // ErrNoLoadBalancer says AWS has no load balancer of that name (yet).
 var ErrNoLoadBalancer = errors.New("no such load balancer")
 
+// ErrNotOwned says a load balancer named in spec.forProvider.aws is not
+// the RelayConfig's namespace's.
+var ErrNotOwned = errors.New("not this namespace's load balancer")
+
 // ELBv2API is the part of the ELBv2 client we call.
 type ELBv2API interface {
 	DescribeLoadBalancers(ctx context.Context, in *elbv2.DescribeLoadBalancersInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeLoadBalancersOutput, error)
+	DescribeTags(ctx context.Context, in *elbv2.DescribeTagsInput, opts ...func(*elbv2.Options)) (*elbv2.DescribeTagsOutput, error)
 }
 
 // EC2API is the part of the EC2 client we call.
@@ -33,9 +41,14 @@ type AWSResolver struct {
 }
 
 // LoadBalancerAddresses finds the load balancer by name, or by the name its
-// hostname starts with, and returns its public addresses, sorted.
-func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name string) ([]netip.Addr, error) {
-	if name == "" {
+// hostname starts with, and returns its public addresses, sorted. A name
+// given is the tenant's to write, and the lookup uses the platform's
+// credentials: the load balancer must carry namespace's tags (else
+// ErrNotOwned). One its hostname names is the tenant's own Service's, whose
+// hostname the load balancer controller wrote.
+func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name, namespace string) ([]netip.Addr, error) {
+	named := name != ""
+	if !named {
 		name = LoadBalancerNameFromHostname(hostname)
 	}
 	if name == "" {
@@ -53,6 +66,11 @@ func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name s
 		if hostname != "" && lb.DNSName != nil && !strings.EqualFold(*lb.DNSName, hostname) {
 			continue
 		}
+		if named {
+			if err := a.owned(ctx, lb, namespace); err != nil {
+				return nil, err
+			}
+		}
 		addrs, allocs := Addresses(lb)
 		if len(allocs) > 0 {
 			pub, err := a.publicIPs(ctx, allocs)
@@ -69,12 +87,36 @@ func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name s
 // PlacedLoadBalancerAddresses returns the addresses of a load balancer
 // placed with a known Elastic IP: the per-zone addresses the API reports,
 // else that Elastic IP's own address, which is what it answers on.
-func (a AWSResolver) PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID string) ([]netip.Addr, error) {
-	addrs, err := a.LoadBalancerAddresses(ctx, "", name)
+func (a AWSResolver) PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID, namespace string) ([]netip.Addr, error) {
+	addrs, err := a.LoadBalancerAddresses(ctx, "", name, namespace)
 	if err != nil || len(addrs) > 0 || allocationID == "" {
 		return addrs, err
 	}
 	return a.publicIPs(ctx, []string{allocationID})
+}
+
+// owned returns ErrNotOwned, naming only the field and the tags wanted,
+// unless lb carries namespace's tags: nothing else of another team's load
+// balancer goes into the tenant's status.
+func (a AWSResolver) owned(ctx context.Context, lb elbtypes.LoadBalancer, namespace string) error {
+	arn := aws.ToString(lb.LoadBalancerArn)
+	out, err := a.ELB.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{arn}})
+	if err != nil {
+		return fmt.Errorf("describing the tags of load balancer %s: %w", aws.ToString(lb.LoadBalancerName), err)
+	}
+	tags := map[string]string{}
+	for _, d := range out.TagDescriptions {
+		if aws.ToString(d.ResourceArn) != arn {
+			continue
+		}
+		for _, t := range d.Tags {
+			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+	}
+	if !awsowner.Owned(namespace, tags) {
+		return fmt.Errorf("spec.forProvider.aws.loadBalancerName %q: %w: it carries %s", aws.ToString(lb.LoadBalancerName), ErrNotOwned, awsowner.Wanted(namespace))
+	}
+	return nil
 }
 
 // Addresses extracts a load balancer's public IPv4 addresses, and the

@@ -77,7 +77,7 @@ func TestAWSAddressesFromResponseShape(t *testing.T) {
 		ELB: elbv2.New(elbv2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
 		EC2: ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds}),
 	}
-	got, err := a.LoadBalancerAddresses(context.Background(), "k8s-teama-myrelay0-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com", "")
+	got, err := a.LoadBalancerAddresses(context.Background(), "k8s-teama-myrelay0-0123abcd-0123456789abcdef.elb.us-east-1.amazonaws.com", "", "team-a")
 	if err != nil {
 		t.Fatal(err)
 	}

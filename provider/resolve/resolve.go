@@ -23,10 +23,12 @@ type HostResolver interface {
 	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-// LoadBalancerAddresser returns an AWS load balancer's public addresses.
+// LoadBalancerAddresser returns an AWS load balancer's public addresses. A
+// load balancer found by a name given (not one its hostname starts with)
+// must be namespace's, else the error is ErrNotOwned.
 type LoadBalancerAddresser interface {
-	LoadBalancerAddresses(ctx context.Context, hostname, name string) ([]netip.Addr, error)
-	PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID string) ([]netip.Addr, error)
+	LoadBalancerAddresses(ctx context.Context, hostname, name, namespace string) ([]netip.Addr, error)
+	PlacedLoadBalancerAddresses(ctx context.Context, name, allocationID, namespace string) ([]netip.Addr, error)
 }
 
 // Resolver resolves endpoints. AWS is nil when no AWS credentials are
@@ -35,7 +37,9 @@ type Resolver struct {
 	DNS     HostResolver
 	AWS     LoadBalancerAddresser
 	Timeout time.Duration
-	// Placement checks subnets and Elastic IPs; nil without AWS credentials.
+	// Namespace is the RelayConfig's: a load balancer its spec names must
+	// be tagged for it.
+	Namespace string
 }
 
 // Result is one resolution.
@@ -146,12 +150,14 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 		if p.AWS != nil {
 			name = p.AWS.LoadBalancerName
 		}
-		addrs, err := r.AWS.LoadBalancerAddresses(ctx, hosts[0], name)
+		addrs, err := r.AWS.LoadBalancerAddresses(ctx, hosts[0], name, r.Namespace)
 		if err == nil && len(addrs) > 0 {
 			res.Source = v1alpha1.SourceAWSAPI
 			return addrs, nil
 		}
-		if err != nil && mode == v1alpha1.ResolutionAWS {
+		// Another team's load balancer named in the spec is refused in
+		// every mode: falling back to DNS would hide that the spec is wrong.
+		if err != nil && (mode == v1alpha1.ResolutionAWS || errors.Is(err, ErrNotOwned)) {
 			return nil, fmt.Errorf("AWS load balancer %s: %w", hosts[0], err)
 		}
 		// The API knew no addresses (or failed in Auto mode): DNS still
@@ -178,7 +184,7 @@ func (r *Resolver) loadBalancerByName(ctx context.Context, name, allocationID st
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.TimeoutOrDefault())
 	defer cancel()
-	addrs, err := r.AWS.PlacedLoadBalancerAddresses(ctx, name, allocationID)
+	addrs, err := r.AWS.PlacedLoadBalancerAddresses(ctx, name, allocationID, r.Namespace)
 	if errors.Is(err, ErrNoLoadBalancer) {
 		return nil, nil
 	}

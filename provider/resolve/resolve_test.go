@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -21,18 +22,22 @@ func svcWith(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
 	return s
 }
 
-// fixedAWS answers LoadBalancerAddresses from a table.
+// fixedAWS answers LoadBalancerAddresses from a table, for a Resolver in
+// namespace team-a.
 type fixedAWS struct {
 	addrs []netip.Addr
 	err   error
 }
 
-func (f fixedAWS) LoadBalancerAddresses(context.Context, string, string) ([]netip.Addr, error) {
+func (f fixedAWS) LoadBalancerAddresses(_ context.Context, _, _, namespace string) ([]netip.Addr, error) {
+	if namespace != "team-a" {
+		return nil, fmt.Errorf("asked for namespace %q's load balancer, want the Resolver's (team-a)", namespace)
+	}
 	return f.addrs, f.err
 }
 
-func (f fixedAWS) PlacedLoadBalancerAddresses(context.Context, string, string) ([]netip.Addr, error) {
-	return f.addrs, f.err
+func (f fixedAWS) PlacedLoadBalancerAddresses(ctx context.Context, name, _, namespace string) ([]netip.Addr, error) {
+	return f.LoadBalancerAddresses(ctx, "", name, namespace)
 }
 
 func TestResolve(t *testing.T) {
@@ -122,6 +127,13 @@ func TestResolve(t *testing.T) {
 			p:      v1alpha1.RelayConfigParameters{Port: 41641},
 			want:   want{endpoints: []string{"203.0.113.10:41641", "203.0.113.20:41641", "203.0.113.30:41641"}, source: v1alpha1.SourceDNS},
 		},
+		"AWSNotOwnedRefusedInAuto": {
+			reason: "Another team's load balancer named in the spec is an error even in Auto mode, not a silent fall back to DNS.",
+			aws:    fixedAWS{err: fmt.Errorf("spec.forProvider.aws.loadBalancerName \"theirs\": %w", ErrNotOwned)},
+			svc:    svcWith(corev1.LoadBalancerIngress{Hostname: nlb}),
+			p:      v1alpha1.RelayConfigParameters{Port: 41641, AWS: &v1alpha1.AWSResolution{LoadBalancerName: "theirs"}},
+			want:   want{err: "spec.forProvider.aws.loadBalancerName \"theirs\": not this namespace's load balancer"},
+		},
 		"AWSModeWithoutCredentials": {
 			reason: "Resolution AWS without credentials says which field to fix.",
 			svc:    svcWith(corev1.LoadBalancerIngress{Hostname: nlb}),
@@ -143,7 +155,7 @@ func TestResolve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := &Resolver{DNS: DNSResolver{Server: d.Addr}, AWS: tc.aws, Timeout: 2 * time.Second}
+			r := &Resolver{DNS: DNSResolver{Server: d.Addr}, AWS: tc.aws, Timeout: 2 * time.Second, Namespace: "team-a"}
 			res, err := r.Resolve(context.Background(), tc.svc, tc.p)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {

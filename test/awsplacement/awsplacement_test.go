@@ -7,7 +7,10 @@
 // them, and nothing more: it calls the function with the observed state,
 // applies the RelayConfigs the function composes to the API server, and
 // does what provider-aws would do for each composed EIP and LB with the
-// real AWS API calls (AllocateAddress, CreateLoadBalancer) against moto.
+// real AWS API calls (AllocateAddress, CreateLoadBalancer) against moto,
+// tagging each with the tags composed for it, as provider-aws does: the
+// provider uses an Elastic IP or a load balancer only when its tags say it
+// is the RelayConfig's namespace's.
 // The function, the provider, the API server and the AWS API are real.
 package awsplacement
 
@@ -19,9 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -98,19 +98,16 @@ func (w *world) reconcile() map[string]*fnv1.Resource {
 	return desired
 }
 
-// provideEIP allocates the Elastic IP a composed EIP stands for, once.
+// provideEIP allocates the Elastic IP a composed EIP stands for, with its
+// tags, once.
 func (w *world) provideEIP(key string, obj map[string]any) {
 	w.t.Helper()
-	if spec := obj["spec"].(map[string]any)["forProvider"].(map[string]any); spec["domain"] != "vpc" {
-		w.t.Fatalf("%s: want domain vpc, got %v", key, spec["domain"])
+	fp := obj["spec"].(map[string]any)["forProvider"].(map[string]any)
+	if fp["domain"] != "vpc" {
+		w.t.Fatalf("%s: want domain vpc, got %v", key, fp["domain"])
 	}
 	if _, ok := w.allocations[key]; !ok {
-		e, _ := w.moto.AWSClients()
-		out, err := e.AllocateAddress(context.Background(), &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		w.allocations[key] = aws.ToString(out.AllocationId)
+		w.allocations[key] = w.moto.AllocateAddress(w.t, w.tags(key, fp))
 	}
 	obj["status"] = map[string]any{"atProvider": map[string]any{"allocationId": w.allocations[key]}}
 	w.observe(key, obj)
@@ -123,10 +120,25 @@ func (w *world) provideLB(key string, obj map[string]any) {
 	fp := obj["spec"].(map[string]any)["forProvider"].(map[string]any)
 	if !w.lbs[key] {
 		m := fp["subnetMapping"].([]any)[0].(map[string]any)
-		w.moto.CreatePlacedNLB(w.t, fp["name"].(string), m["subnetId"].(string), m["allocationId"].(string))
+		w.moto.CreatePlacedNLB(w.t, fp["name"].(string), m["subnetId"].(string), m["allocationId"].(string), w.tags(key, fp))
 		w.lbs[key] = true
 	}
 	w.observe(key, obj)
+}
+
+// tags are a composed resource's spec.forProvider.tags, which provider-aws
+// puts on what it creates.
+func (w *world) tags(key string, forProvider map[string]any) map[string]string {
+	w.t.Helper()
+	composed, _ := forProvider["tags"].(map[string]any)
+	if len(composed) == 0 {
+		w.t.Fatalf("%s: no tags composed", key)
+	}
+	tags := map[string]string{}
+	for k, v := range composed {
+		tags[k] = fmt.Sprint(v)
+	}
+	return tags
 }
 
 func (w *world) observe(key string, obj map[string]any) {
@@ -157,7 +169,6 @@ func (w *world) observeRelayConfig(key string) {
 // Elastic IP's address.
 func TestManagedRelaysInTwoZones(t *testing.T) {
 	m := cloud.StartMoto(t)
-	n := m.CreateAWSNetwork(t)
 	env := providertest.Start(t, providertest.Options{Poll: time.Second, ProviderConfig: v1alpha1.ProviderConfigSpec{
 		AWS: &v1alpha1.AWSConfig{Source: v1alpha1.AWSCredentialsSecret, SecretRef: &v1alpha1.SecretRef{Name: "aws", Namespace: "team-a"}, Region: "us-east-1", Endpoint: m.Endpoint},
 	}})
@@ -166,6 +177,7 @@ func TestManagedRelaysInTwoZones(t *testing.T) {
 		Data: map[string][]byte{"aws_access_key_id": []byte("testing"), "aws_secret_access_key": []byte("testing")}}); err != nil {
 		t.Fatal(err)
 	}
+	n := m.CreateAWSNetwork(t, env.NS)
 	xr := map[string]any{}
 	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`
 apiVersion: peerrelay.io/v1alpha1

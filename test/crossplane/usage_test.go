@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,9 +47,9 @@ const (
 func (s *system) deleteOrder(ctx context.Context, t *testing.T) {
 	s.installNamespacedUpbound(t)
 	moto := cloudharness.StartMotoOn(t, s.node.ServicesIP().String())
-	network := moto.CreateAWSNetwork(t)
-	s.awsInDefaultProviderConfig(t, moto.Endpoint)
 	const ns = "team-aws"
+	network := moto.CreateAWSNetwork(t, ns)
+	s.awsInDefaultProviderConfig(t, moto.Endpoint)
 	s.namespaceWithKey(t, ns)
 	for _, tc := range []struct {
 		loadBalancer string
@@ -168,8 +166,9 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 }
 
 // allocateEIP plays provider-aws for PeerRelay ns/name's one composed EIP:
-// allocates an address in moto and reports its allocation ID. It returns
-// the EIP's name.
+// allocates an address in moto, tagged as composed (the provider uses an
+// Elastic IP only when its tags say it is the namespace's), and reports its
+// allocation ID. It returns the EIP's name.
 func (s *system) allocateEIP(ctx context.Context, t *testing.T, moto *cloudharness.Moto, ns, name string) string {
 	t.Helper()
 	var eip *unstructured.Unstructured
@@ -184,12 +183,12 @@ func (s *system) allocateEIP(ctx context.Context, t *testing.T, moto *cloudharne
 		eip = &eips[0]
 		return nil
 	})
-	ec2c, _ := moto.AWSClients()
-	alloc, err := ec2c.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-	if err != nil {
-		t.Fatal(err)
+	composed, _, err := unstructured.NestedStringMap(eip.Object, "spec", "forProvider", "tags")
+	if err != nil || len(composed) == 0 {
+		t.Fatalf("the EIP's spec.forProvider.tags: %v, %v", composed, err)
 	}
-	patch := fmt.Sprintf(`{"status":{"atProvider":{"allocationId":%q,"id":%q}}}`, *alloc.AllocationId, *alloc.AllocationId)
+	alloc := moto.AllocateAddress(t, composed)
+	patch := fmt.Sprintf(`{"status":{"atProvider":{"allocationId":%q,"id":%q}}}`, alloc, alloc)
 	if err := s.Admin.Status().Patch(ctx, eip, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("reporting the EIP's allocation ID: %v", err)
 	}

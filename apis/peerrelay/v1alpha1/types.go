@@ -320,7 +320,9 @@ type AWSSpec struct {
 // is placed in.
 // +kubebuilder:validation:XValidation:rule="has(self.allocationID) != (has(self.allocate) && self.allocate)",message="set allocationID or allocate: true, not both"
 type ElasticIP struct {
-	// AllocationID of an existing Elastic IP.
+	// AllocationID of an existing Elastic IP, tagged
+	// peerrelay.io/namespace=<the PeerRelay's namespace> by the platform
+	// team: the provider uses no other.
 	// +kubebuilder:validation:Pattern=`^eipalloc-[0-9a-f]+$`
 	// +optional
 	AllocationID string `json:"allocationID,omitempty"`

@@ -53,6 +53,19 @@ const (
 	SourceNodeInternalIP = "node-internal-ip"
 )
 
+// AWS tags that say which namespace an Elastic IP or load balancer is for.
+// The provider uses the platform's AWS credentials, so it uses one a
+// RelayConfig names only when it carries one of them for the RelayConfig's
+// namespace.
+const (
+	// TagRelay names the PeerRelay, <namespace>/<name>, on everything the
+	// function composes in AWS.
+	TagRelay = "peerrelay.io/relay"
+	// TagNamespace is what a platform team puts on an Elastic IP it sets
+	// aside for a namespace.
+	TagNamespace = "peerrelay.io/namespace"
+)
+
 // NodeMode says which port of the replica's node reaches the relay.
 // +kubebuilder:validation:Enum=NodePort;HostPort
 type NodeMode string
@@ -104,6 +117,9 @@ type AWSResolution struct {
 	Region string `json:"region,omitempty"`
 	// LoadBalancerName, when the ingress hostname does not say it, or when
 	// there is no Service (a load balancer composed as a managed resource).
+	// The load balancer must be tagged peerrelay.io/relay=<namespace>/...
+	// or peerrelay.io/namespace=<namespace> for this RelayConfig's
+	// namespace.
 	// +optional
 	LoadBalancerName string `json:"loadBalancerName,omitempty"`
 	// SubnetID the replica's load balancer is placed in: the provider checks
@@ -112,7 +128,9 @@ type AWSResolution struct {
 	// +optional
 	SubnetID string `json:"subnetID,omitempty"`
 	// AllocationID of the replica's Elastic IP: the provider checks it
-	// exists and is not associated with anything but a load balancer.
+	// is this namespace's (tagged peerrelay.io/namespace=<namespace>, or
+	// peerrelay.io/relay=<namespace>/... when composed), exists, and is not
+	// associated with anything but a load balancer.
 	// +kubebuilder:validation:Pattern=`^eipalloc-[0-9a-f]+$`
 	// +optional
 	AllocationID string `json:"allocationID,omitempty"`

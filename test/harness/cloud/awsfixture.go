@@ -10,6 +10,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
 // AWSClients returns EC2 and ELBv2 clients for moto in us-east-1.
@@ -19,10 +21,23 @@ func (m *Moto) AWSClients() (*ec2.Client, *elbv2.Client) {
 		elbv2.New(elbv2.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.Endpoint), Credentials: creds})
 }
 
+// NamespaceTags are the tags a platform team puts on what it sets aside
+// for namespace ns: the provider uses an Elastic IP or a load balancer a
+// RelayConfig names only when it carries them (or the function's own).
+func NamespaceTags(ns string) map[string]string {
+	return map[string]string{v1alpha1.TagNamespace: ns}
+}
+
+// ForeignNamespace is the namespace CreateAWSNetwork's ForeignAllocation is
+// set aside for: no test's RelayConfigs are in it.
+const ForeignNamespace = "team-b"
+
 // CreateNLB makes what a relay replica's NLB stands on in moto: a VPC, a
 // subnet and an Elastic IP in each of two zones, and an internet-facing
-// network load balancer named name mapped to them. It returns its DNS name.
-func (m *Moto) CreateNLB(t testing.TB, name string) string {
+// network load balancer named name mapped to them, carrying tags (what an
+// Elastic IP or load balancer is tagged with is what the provider
+// checks). It returns its DNS name.
+func (m *Moto) CreateNLB(t testing.TB, name string, tags map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	e, l := m.AWSClients()
@@ -36,15 +51,12 @@ func (m *Moto) CreateNLB(t testing.TB, name string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eip, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mappings = append(mappings, elbtypes.SubnetMapping{SubnetId: sn.Subnet.SubnetId, AllocationId: eip.AllocationId})
+		eip := m.AllocateAddress(t, tags)
+		mappings = append(mappings, elbtypes.SubnetMapping{SubnetId: sn.Subnet.SubnetId, AllocationId: aws.String(eip)})
 	}
 	lb, err := l.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
 		Name: aws.String(name), Type: elbtypes.LoadBalancerTypeEnumNetwork,
-		Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing, SubnetMappings: mappings,
+		Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing, SubnetMappings: mappings, Tags: elbTags(tags),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +73,19 @@ type AWSNetwork struct {
 	// PrivateSubnet has neither (us-east-1c).
 	PublicSubnet, MappedSubnet, PrivateSubnet string
 	// FreeAllocations are two unassociated Elastic IPs; UsedAllocation is
-	// associated with an instance.
+	// associated with an instance. All three are set aside for the
+	// namespace CreateAWSNetwork was given (NamespaceTags).
 	FreeAllocations [2]string
 	UsedAllocation  string
 	Instance        string
+	// ForeignAllocation is an unassociated Elastic IP set aside for
+	// ForeignNamespace: another team's.
+	ForeignAllocation string
 }
 
-// CreateAWSNetwork builds an AWSNetwork in moto.
-func (m *Moto) CreateAWSNetwork(t testing.TB) AWSNetwork {
+// CreateAWSNetwork builds an AWSNetwork in moto, its Elastic IPs set
+// aside for namespace ns.
+func (m *Moto) CreateAWSNetwork(t testing.TB, ns string) AWSNetwork {
 	t.Helper()
 	ctx := context.Background()
 	e, _ := m.AWSClients()
@@ -104,31 +121,61 @@ func (m *Moto) CreateAWSNetwork(t testing.TB) AWSNetwork {
 	_, err = e.ModifySubnetAttribute(ctx, &ec2.ModifySubnetAttributeInput{SubnetId: aws.String(n.MappedSubnet), MapPublicIpOnLaunch: &ec2types.AttributeBooleanValue{Value: aws.Bool(true)}})
 	check(err)
 
-	for i := range n.FreeAllocations {
-		a, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-		check(err)
-		n.FreeAllocations[i] = *a.AllocationId
+	if ns == ForeignNamespace {
+		t.Fatalf("CreateAWSNetwork: namespace %s is the foreign one", ns)
 	}
-	used, err := e.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc})
-	check(err)
-	n.UsedAllocation = *used.AllocationId
+	for i := range n.FreeAllocations {
+		n.FreeAllocations[i] = m.AllocateAddress(t, NamespaceTags(ns))
+	}
+	n.ForeignAllocation = m.AllocateAddress(t, NamespaceTags(ForeignNamespace))
+	n.UsedAllocation = m.AllocateAddress(t, NamespaceTags(ns))
 	inst, err := e.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-12c6146b"), MinCount: aws.Int32(1), MaxCount: aws.Int32(1), SubnetId: aws.String(n.PublicSubnet)})
 	check(err)
 	n.Instance = *inst.Instances[0].InstanceId
-	_, err = e.AssociateAddress(ctx, &ec2.AssociateAddressInput{AllocationId: used.AllocationId, InstanceId: aws.String(n.Instance)})
+	_, err = e.AssociateAddress(ctx, &ec2.AssociateAddressInput{AllocationId: aws.String(n.UsedAllocation), InstanceId: aws.String(n.Instance)})
 	check(err)
 	return n
 }
 
+// AllocateAddress allocates a VPC Elastic IP tagged with tags (none when
+// nil) and returns its allocation ID.
+func (m *Moto) AllocateAddress(t testing.TB, tags map[string]string) string {
+	t.Helper()
+	e, _ := m.AWSClients()
+	in := &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc}
+	if len(tags) > 0 {
+		spec := ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeElasticIp}
+		for k, v := range tags {
+			spec.Tags = append(spec.Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		in.TagSpecifications = []ec2types.TagSpecification{spec}
+	}
+	out, err := e.AllocateAddress(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *out.AllocationId
+}
+
+func elbTags(tags map[string]string) []elbtypes.Tag {
+	var out []elbtypes.Tag
+	for k, v := range tags {
+		out = append(out, elbtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
+	}
+	return out
+}
+
 // CreatePlacedNLB makes an internet-facing network load balancer named
-// name in one subnet with one Elastic IP, as a Managed replica's LB is.
-func (m *Moto) CreatePlacedNLB(t testing.TB, name, subnetID, allocationID string) {
+// name in one subnet with one Elastic IP, carrying tags, as a Managed
+// replica's LB is.
+func (m *Moto) CreatePlacedNLB(t testing.TB, name, subnetID, allocationID string, tags map[string]string) {
 	t.Helper()
 	_, l := m.AWSClients()
 	_, err := l.CreateLoadBalancer(context.Background(), &elbv2.CreateLoadBalancerInput{
 		Name: aws.String(name), Type: elbtypes.LoadBalancerTypeEnumNetwork,
 		Scheme:         elbtypes.LoadBalancerSchemeEnumInternetFacing,
 		SubnetMappings: []elbtypes.SubnetMapping{{SubnetId: aws.String(subnetID), AllocationId: aws.String(allocationID)}},
+		Tags:           elbTags(tags),
 	})
 	if err != nil {
 		t.Fatal(err)

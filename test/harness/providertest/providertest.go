@@ -39,8 +39,8 @@ type Env struct {
 	Client client.Client // uncached, straight to the API server
 	// Cache is the provider's informer cache: what it keeps in memory.
 	Cache client.Reader
-	DNS    *cloud.DNS
-	NS     string
+	DNS   *cloud.DNS
+	NS    string
 }
 
 // Options tune Start.
