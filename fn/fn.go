@@ -191,7 +191,7 @@ func newRelay(in inputs) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc, err := readProxyClass(in, spec.ProxyClass)
+	pc, err := readProxyClass(in, spec.ProxyClass, r.Namespace)
 	if err != nil {
 		return nil, err
 	}

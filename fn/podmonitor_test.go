@@ -24,7 +24,7 @@ metadata: {name: proxyclasses.tailscale.com}
 	pc := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, `
 apiVersion: tailscale.com/v1alpha1
 kind: ProxyClass
-metadata: {name: monitored}
+metadata: {name: monitored, annotations: {peerrelay.io/namespaces: "*"}}
 spec:
   metrics:
     enable: true

@@ -3,6 +3,7 @@ package fn
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,11 +17,22 @@ import (
 // brings the ProxyClass CRD, need not be installed.
 const proxyClassCRDName = "proxyclasses.tailscale.com"
 
+// annotationProxyClassNamespaces, on a ProxyClass, lists the namespaces
+// whose PeerRelays may use it (comma-separated, or "*" for every one).
+// The operator runs its proxies in its own namespace; a PeerRelay's
+// StatefulSet is in the tenant's, readable there, so a ProxyClass (its
+// env, its priority class, its tolerations) is a grant from the platform
+// team, never taken by naming it.
+const annotationProxyClassNamespaces = "peerrelay.io/namespaces"
+
 // proxyClass is the part of a Tailscale operator ProxyClass
 // (tailscale.com/v1alpha1) that shapes a relay pod. Declared here rather
 // than imported: the operator's API package would bring its whole
 // dependency tree into the function.
 type proxyClass struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
 	Spec struct {
 		StatefulSet *struct {
 			Labels      map[string]string `json:"labels,omitempty"`
@@ -91,8 +103,8 @@ type proxyClassLookup struct {
 }
 
 // readProxyClass reads the ProxyClass spec.proxyClass names, as far as
-// Crossplane has supplied it.
-func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
+// Crossplane has supplied it, for a PeerRelay in namespace.
+func readProxyClass(in inputs, name, namespace string) (proxyClassLookup, error) {
 	switch {
 	case name == "" || in.ProxyClassCRD == nil:
 		return proxyClassLookup{}, nil // none, or not looked up yet
@@ -107,7 +119,21 @@ func readProxyClass(in inputs, name string) (proxyClassLookup, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(in.ProxyClasses[0], pc); err != nil {
 		return proxyClassLookup{}, fmt.Errorf("ProxyClass %s named by spec.proxyClass: %w", name, err)
 	}
+	if !offered(pc.Metadata.Annotations[annotationProxyClassNamespaces], namespace) {
+		return proxyClassLookup{crd: true, problem: fmt.Sprintf("ProxyClass %q named by spec.proxyClass is not offered to namespace %s: the platform team lists the namespaces that may use it in its annotation %s (or \"*\"), since its settings and env are copied into a StatefulSet this namespace reads; the relay pods use the defaults and spec.pod", name, namespace, annotationProxyClassNamespaces)}, nil
+	}
 	return proxyClassLookup{pc: pc, crd: true}, nil
+}
+
+// offered says whether list (a ProxyClass's annotationProxyClassNamespaces)
+// names namespace, or is "*".
+func offered(list, namespace string) bool {
+	for n := range strings.SplitSeq(list, ",") {
+		if n = strings.TrimSpace(n); n == "*" || n == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // layerPod applies the ProxyClass, then spec.pod on top.

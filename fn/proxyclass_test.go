@@ -12,7 +12,7 @@ func TestRunFunctionProxyClass(t *testing.T) {
 	pc := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, `
 apiVersion: tailscale.com/v1alpha1
 kind: ProxyClass
-metadata: {name: relays}
+metadata: {name: relays, annotations: {peerrelay.io/namespaces: "team-c, team-a"}}
 spec:
   statefulSet:
     pod:
@@ -22,6 +22,19 @@ spec:
       tailscaleContainer:
         image: registry.example/tailscale:v1.102.5
         resources: {requests: {cpu: 50m}}
+`)}}}
+	// The same ProxyClass, offered to another team only.
+	teamB := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, `
+apiVersion: tailscale.com/v1alpha1
+kind: ProxyClass
+metadata: {name: relays, annotations: {peerrelay.io/namespaces: team-b}}
+spec:
+  statefulSet:
+    pod:
+      priorityClassName: system-cluster-critical
+      tailscaleContainer:
+        image: registry.example/tailscale:v1.102.5
+        env: [{name: TEAM_B_TOKEN, value: s3cret}]
 `)}}}
 	crd := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: mustStruct(t, `
 apiVersion: apiextensions.k8s.io/v1
@@ -76,6 +89,14 @@ metadata: {name: proxyclasses.tailscale.com}
 			wantImage:              "mirror.example/tailscale:v1.102.5",
 			wantNode:               map[string]any{"zone": "a"},
 		},
+		"NotOffered": {
+			reason:                 "A ProxyClass not offered to the PeerRelay's namespace (its peerrelay.io/namespaces annotation) is not applied: its env and priority class would land in a StatefulSet this namespace reads.",
+			spec:                   "proxyClass: relays",
+			required:               map[string]*fnv1.Resources{requiredProxyClassCRDKey: crd, requiredProxyClassKey: teamB},
+			wantProxyClassRequired: true,
+			wantImage:              "tailscale/tailscale:v1.102.5",
+			wantWarn:               `ProxyClass "relays" named by spec.proxyClass is not offered to namespace team-a`,
+		},
 		"Missing": {
 			reason:                 "A ProxyClass that does not exist is a warning, not a failure.",
 			spec:                   "proxyClass: nope",
@@ -114,6 +135,9 @@ metadata: {name: proxyclasses.tailscale.com}
 				if labels[k] != v {
 					t.Errorf("%s\nlabel %s: want %v, got %v", tc.reason, k, v, labels[k])
 				}
+			}
+			if strings.Contains(sts.String(), "s3cret") || strings.Contains(sts.String(), "system-cluster-critical") && tc.wantWarn != "" {
+				t.Errorf("%s\nthe StatefulSet carries what a ProxyClass not offered to it holds", tc.reason)
 			}
 			var warn string
 			for _, r := range rsp.GetResults() {

@@ -456,11 +456,21 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 	harness.Eventually(t, 60*time.Second, "a warning naming the missing ProxyClass", func(context.Context) error {
 		return s.eventContains(ctx, ns, name, `ProxyClass "edge" named by spec.proxyClass does not exist`)
 	})
+	// A ProxyClass is the platform team's grant: one that does not list
+	// the namespace in peerrelay.io/namespaces is not applied.
 	pc := "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    pod:\n      nodeSelector: {node-role: edge}\n"
 	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	s.touch(t, ns, name, "2")
+	harness.Eventually(t, 60*time.Second, "a warning that the ProxyClass is not offered to the namespace", func(context.Context) error {
+		return s.eventContains(ctx, ns, name, `ProxyClass "edge" named by spec.proxyClass is not offered to namespace `+ns)
+	})
+	pc = "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge, annotations: {peerrelay.io/namespaces: " + ns + "}}\nspec:\n  statefulSet:\n    pod:\n      nodeSelector: {node-role: edge}\n"
+	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s.touch(t, ns, name, "3")
 	harness.Eventually(t, 60*time.Second, "the ProxyClass's nodeSelector on the relay pods", func(context.Context) error {
 		sts := &appsv1.StatefulSet{}
 		if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, sts); err != nil {
@@ -473,7 +483,7 @@ func (s *system) proxyClass(ctx context.Context, t *testing.T) {
 	})
 	// A ProxyClass change, with nothing touched, reaches the StatefulSet
 	// within seconds: Crossplane watches the resources a function requires.
-	pc = "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge}\nspec:\n  statefulSet:\n    labels: {team: net}\n    pod:\n      nodeSelector: {node-role: edge-2}\n"
+	pc = "apiVersion: tailscale.com/v1alpha1\nkind: ProxyClass\nmetadata: {name: edge, annotations: {peerrelay.io/namespaces: " + ns + "}}\nspec:\n  statefulSet:\n    labels: {team: net}\n    pod:\n      nodeSelector: {node-role: edge-2}\n"
 	if out, err := s.KubectlIn(t, []byte(pc), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
