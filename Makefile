@@ -243,6 +243,7 @@ BENCHCOUNT ?= 6
 EVENTS ?= 200x
 SCALE_RELAYS ?= 1000
 LB_EVENTS ?= 100x
+FAIR_EVENTS ?= 20x
 APPLIES ?= 10x
 SIDE_TRIALS ?= 20x
 SCALE_PEERRELAYS ?= 10,100,300
@@ -263,6 +264,7 @@ bench: tools build xpkg $(BIN)/benchstat $(BIN)/function-replay
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt
 	$(GO) test -run '^$$' -bench 'IngressToConfig' -benchtime $(EVENTS) -count 1 ./test/bench | tee $(BENCH_OUT)/provider.txt
 	SCALE_RELAYS=$(SCALE_RELAYS) $(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -count 1 -timeout 30m ./test/bench | tee $(BENCH_OUT)/scale.txt
+	$(GO) test -run '^$$' -bench 'ProbeFairness' -benchtime $(FAIR_EVENTS) -count 1 -timeout 15m ./test/e2e | tee $(BENCH_OUT)/fairness.txt
 	$(BIN)/benchstat -filter '.name:RunFunction' $(BENCH_OUT)/fn.txt
 	$(BIN)/benchstat -filter '.name:GRPC' -col /fn $(BENCH_OUT)/fn.txt
 
