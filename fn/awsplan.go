@@ -2,6 +2,8 @@ package fn
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,6 +42,9 @@ type awsObserved struct {
 	Applied map[int]placementIDs
 	// PodIPs by pod name, for the Managed target registrations.
 	PodIPs map[string]string
+	// Names are the names the replicas' load balancers and target groups
+	// were composed with (loadBalancerName).
+	Names map[int]string
 }
 
 // observeAWS reads what AWS placement depends on, or returns nil when the
@@ -69,6 +74,13 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 			sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
 			alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
 			setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
+			if n, _ := obj.GetString("spec.forProvider.name"); n != "" {
+				setIn(&o.Names, i, n)
+			}
+		} else if i, ok := indexed(string(key), keyPrefixTargetGroup); ok {
+			if n, _ := obj.GetString("spec.forProvider.name"); n != "" && o.Names[i] == "" {
+				setIn(&o.Names, i, n)
+			}
 		}
 	}
 	// The provider's record wins over what the live objects say.
@@ -133,6 +145,9 @@ type replicaPlan struct {
 	Waiting  string
 	// PodIP of the replica's pod, for the Managed target registration.
 	PodIP string
+	// LoadBalancerName is its load balancer's and target group's name in
+	// AWS (loadBalancerName).
+	LoadBalancerName string
 }
 
 // planAWS places each replica, from the spec and what was observed.
@@ -175,6 +190,7 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 			rp.Want.AllocationID = o.Allocations[i]
 		}
 		rp.PodIP = o.PodIPs[podName(r, i)]
+		rp.LoadBalancerName = loadBalancerName(r, i, o.Names[i])
 		check := o.Checks[i]
 		checked := check != nil && check.SubnetID == rp.Want.SubnetID && check.AllocationID == rp.Want.AllocationID
 		switch {
@@ -239,13 +255,27 @@ func (p *awsPlan) name(r *relay, i int) string {
 
 // loadBalancerName is replica i's name in AWS, for its load balancer and
 // target group: at most 32 characters, unique per region and account, so
-// it carries a hash of the PeerRelay's namespace and name.
-func loadBalancerName(r *relay, i int) string {
-	b := r.Base
-	if len(b) > 20 {
-		b = strings.TrimRight(b[:20], "-")
+// it carries 64 bits of a hash of the PeerRelay's namespace and name. With
+// the 32 bits of earlier versions a tenant could find offline a PeerRelay
+// name of its own that gives another team's name, and AWS answers a
+// target group created again with the same settings with the existing
+// one. A replica whose load balancer was composed under its earlier name
+// (composed, read back from the observed resources) keeps it: a load
+// balancer cannot be renamed, and a new one is a new address.
+func loadBalancerName(r *relay, i int, composed string) string {
+	if composed != "" && composed == truncatedName(r.Base, 20)+"-"+shortHash(r.Namespace+"/"+r.Name)+"-"+strconv.Itoa(i) {
+		return composed
 	}
-	return b + "-" + shortHash(r.Namespace+"/"+r.Name) + "-" + strconv.Itoa(i)
+	sum := sha256.Sum256([]byte(r.Namespace + "/" + r.Name))
+	return truncatedName(r.Base, 12) + "-" + hex.EncodeToString(sum[:8]) + "-" + strconv.Itoa(i)
+}
+
+// truncatedName is base cut to n characters, without a trailing dash.
+func truncatedName(base string, n int) string {
+	if len(base) > n {
+		return strings.TrimRight(base[:n], "-")
+	}
+	return base
 }
 
 // problems lists every replica's AWS problems, each naming the replica.

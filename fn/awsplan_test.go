@@ -276,8 +276,24 @@ aws:
 					"relayconfig-0": {
 						"spec.forProvider.resolution":           "AWS",
 						"spec.forProvider.serviceRef":           nil,
-						"spec.forProvider.aws.loadBalancerName": loadBalancerName(&relay{Base: "my-relay", Name: "my-relay", Namespace: "team-a"}, 0),
+						"spec.forProvider.aws.loadBalancerName": "my-relay-8cbd9d05549c138d-0",
 					},
+				},
+			},
+		},
+		"ManagedLegacyNameKept": {
+			reason: "A load balancer composed by an earlier version under its 32-bit name keeps it, and so does its target group and the RelayConfig that finds it: renaming would replace it, and its address with it.",
+			spec:   "replicas: 1\naws: {region: eu-west-1, loadBalancer: Managed, elasticIPs: [{subnetID: subnet-0a, allocationID: eipalloc-0a}]}",
+			observed: map[string]*fnv1.Resource{
+				"relayconfig-0": checkedRelayConfig(t, "subnet-0a", "eipalloc-0a", ""),
+				"lb-0":          {Resource: mustStruct(t, "apiVersion: elbv2.aws.m.upbound.io/v1beta1\nkind: LB\nmetadata: {name: my-relay-0}\nspec:\n  forProvider: {name: my-relay-8cbd9d05-0}")},
+			},
+			pods: observedPods(t, "my-relay-0-0", "10.0.1.5"),
+			want: want{
+				fields: map[string]map[string]any{
+					"lb-0":          {"spec.forProvider.name": "my-relay-8cbd9d05-0"},
+					"targetgroup-0": {"spec.forProvider.name": "my-relay-8cbd9d05-0"},
+					"relayconfig-0": {"spec.forProvider.aws.loadBalancerName": "my-relay-8cbd9d05-0"},
 				},
 			},
 		},
@@ -410,4 +426,34 @@ func at(v any, path string) any {
 		}
 	}
 	return v
+}
+
+// TestLoadBalancerName: a replica's load balancer and target group name
+// fits AWS's 32 characters and carries 64 bits of the PeerRelay's hash;
+// one composed under the 32-bit name of earlier versions keeps it, and no
+// other name read back from the cluster is taken.
+func TestLoadBalancerName(t *testing.T) {
+	short := &relay{Base: "my-relay", Name: "my-relay", Namespace: "team-a"}
+	long := &relay{Base: "a-very-long-peer-relay-name-for-the-edge", Name: "a-very-long-peer-relay-name-for-the-edge", Namespace: "team-a"}
+	cases := map[string]struct {
+		reason   string
+		r        *relay
+		i        int
+		composed string
+		want     string
+	}{
+		"New":           {reason: "A new replica's name carries 16 hex digits of the hash.", r: short, want: "my-relay-8cbd9d05549c138d-0"},
+		"LongBase":      {reason: "A long base is cut so that replica 99's name fits 32 characters.", r: long, i: 99, want: "a-very-long-93b7d6cab55be38d-99"},
+		"Legacy":        {reason: "A load balancer composed under the earlier 32-bit name keeps it: a new name would be a new load balancer, a new address.", r: short, composed: "my-relay-8cbd9d05-0", want: "my-relay-8cbd9d05-0"},
+		"LegacyLong":    {reason: "The earlier name of a long base (20 characters) is recognised too.", r: long, i: 99, composed: "a-very-long-peer-rel-93b7d6ca-99", want: "a-very-long-peer-rel-93b7d6ca-99"},
+		"OtherComposed": {reason: "A composed name that is neither is not taken: what the cluster says is kept only when it is what an earlier version composed.", r: short, composed: "team-b-relay-0123abcd-0", want: "my-relay-8cbd9d05549c138d-0"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := loadBalancerName(tc.r, tc.i, tc.composed)
+			if got != tc.want || len(got) > 32 {
+				t.Errorf("%s\nloadBalancerName = %q (%d characters), want %q", tc.reason, got, len(got), tc.want)
+			}
+		})
+	}
 }

@@ -79,13 +79,13 @@ func ref(r *relay, i int) map[string]any {
 // pinned), or the NLB has no healthy target.
 func loadBalancer(r *relay, i int, use placementIDs) *unstructured.Unstructured {
 	return awsResource(r, i, "elbv2", "LB", map[string]any{
-		"name":                         loadBalancerName(r, i),
+		"name":                         r.AWS.Replicas[i].LoadBalancerName,
 		"loadBalancerType":             "network",
 		"internal":                     false,
 		"ipAddressType":                "ipv4",
 		"enableCrossZoneLoadBalancing": true,
 		"subnetMapping":                []any{map[string]any{"subnetId": use.SubnetID, "allocationId": use.AllocationID}},
-		"tags":                         awsTags(r, i, loadBalancerName(r, i)),
+		"tags":                         awsTags(r, i, r.AWS.Replicas[i].LoadBalancerName),
 	})
 }
 
@@ -93,7 +93,7 @@ func loadBalancer(r *relay, i int, use placementIDs) *unstructured.Unstructured 
 // on containerboot's /healthz.
 func targetGroup(r *relay, i int, vpcID string) *unstructured.Unstructured {
 	return awsResource(r, i, "elbv2", "LBTargetGroup", map[string]any{
-		"name":       loadBalancerName(r, i),
+		"name":       r.AWS.Replicas[i].LoadBalancerName,
 		"port":       int64(r.Port),
 		"protocol":   "UDP",
 		"targetType": "ip",
@@ -104,7 +104,7 @@ func targetGroup(r *relay, i int, vpcID string) *unstructured.Unstructured {
 			"port":     strconv.Itoa(healthCheckPort),
 			"path":     "/healthz",
 		}},
-		"tags": awsTags(r, i, loadBalancerName(r, i)),
+		"tags": awsTags(r, i, r.AWS.Replicas[i].LoadBalancerName),
 	})
 }
 
@@ -115,7 +115,7 @@ func listener(r *relay, i int) *unstructured.Unstructured {
 		"protocol":           "UDP",
 		"loadBalancerArnRef": ref(r, i),
 		"defaultAction":      []any{map[string]any{"type": "forward", "targetGroupArnRef": ref(r, i)}},
-		"tags":               awsTags(r, i, loadBalancerName(r, i)),
+		"tags":               awsTags(r, i, r.AWS.Replicas[i].LoadBalancerName),
 	})
 }
 

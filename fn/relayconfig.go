@@ -46,7 +46,7 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 			// No Service ingress to follow: the load balancer is ours, found by name.
 			p.ServiceRef = nil
 			p.Resolution = relayv1alpha1.ResolutionAWS
-			p.AWS.LoadBalancerName = loadBalancerName(r, i)
+			p.AWS.LoadBalancerName = rp.LoadBalancerName
 		}
 	}
 	if mode := r.nodeMode(); mode != "" {

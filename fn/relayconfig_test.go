@@ -98,13 +98,13 @@ func TestRelayConfig(t *testing.T) {
 		"Managed": {
 			reason: "With a composed load balancer there is no Service to follow: the provider finds the load balancer by name and asks AWS.",
 			r: testRelay(t, func(r *relay) {
-				r.AWS = &awsPlan{Region: "eu-west-1", Managed: true, Replicas: []replicaPlan{{}, {Want: placementIDs{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b"}}}}
+				r.AWS = &awsPlan{Region: "eu-west-1", Managed: true, Replicas: []replicaPlan{{}, {Want: placementIDs{SubnetID: "subnet-0b", AllocationID: "eipalloc-0b"}, LoadBalancerName: "my-relay-8cbd9d05549c138d-1"}}}
 			}),
 			want: func() *relayv1alpha1.RelayConfig {
 				p := base
 				p.ServiceRef, p.Resolution = nil, relayv1alpha1.ResolutionAWS
 				p.AWS = &relayv1alpha1.AWSResolution{Region: "eu-west-1", SubnetID: "subnet-0b", AllocationID: "eipalloc-0b",
-					LoadBalancerName: "my-relay-" + shortHash("team-a/my-relay") + "-1"}
+					LoadBalancerName: "my-relay-8cbd9d05549c138d-1"}
 				return want(p)
 			}(),
 		},
