@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ type FaultProxy struct {
 	mu     sync.Mutex
 	status int // 0: pass through
 	failed int
+	// words is the error message, with %s for a token new every time:
+	// words no scrubbing of request IDs knows.
+	words string
 }
 
 // StartFaultProxy proxies to target until the test ends.
@@ -34,12 +38,16 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	p := &FaultProxy{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		status := p.status
+		status, words := p.status, p.words
 		if status != 0 {
 			p.failed++
 		}
 		id := fmt.Sprintf("fault-%d-%d", time.Now().UnixNano(), p.failed)
 		p.mu.Unlock()
+		msg := "injected by the test"
+		if words != "" {
+			msg = fmt.Sprintf(words, strconv.FormatInt(time.Now().UnixNano(), 36))
+		}
 		if status == 0 {
 			rp.ServeHTTP(w, r)
 			return
@@ -53,7 +61,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 		w.Header().Set("Content-Type", "text/xml")
 		w.Header().Set("X-Amzn-Requestid", id)
 		w.WriteHeader(status)
-		_, _ = w.Write([]byte(`<ErrorResponse><Error><Type>Receiver</Type><Code>` + code + `</Code><Message>injected by the test</Message></Error><RequestId>` + id + `</RequestId></ErrorResponse>`))
+		_, _ = w.Write([]byte(`<ErrorResponse><Error><Type>Receiver</Type><Code>` + code + `</Code><Message>` + msg + `</Message></Error><RequestId>` + id + `</RequestId></ErrorResponse>`))
 	}))
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
@@ -63,9 +71,15 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 // Fail makes every request answer status (503: throttling; 500: internal
 // error); 0 passes requests through again.
 func (p *FaultProxy) Fail(status int) {
+	p.FailWith(status, "")
+}
+
+// FailWith is Fail with an error message of words, %s in it replaced by a
+// token new every time ("" for the fixed message).
+func (p *FaultProxy) FailWith(status int, words string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.status = status
+	p.status, p.words = status, words
 }
 
 // Failed counts the requests answered with an injected fault.
