@@ -128,59 +128,6 @@ func setKeyCondition(mg *v1alpha1.RelayConfig, s corev1.ConditionStatus, r xpv2.
 	mg.SetConditions(condition(v1alpha1.ConditionAuthKey, s, r, msg))
 }
 
-// stateSecret returns the replica's state Secret, or nil when it is
-// missing (or the RelayConfig names none). One the RelayConfig does not
-// control (another replica's, or a tenant's) is an error: its device ID is
-// not this replica's.
-func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
-	name := mg.Spec.ForProvider.StateSecretName
-	if name == "" {
-		return nil, nil
-	}
-	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
-	}
-	recorded := mg.Status.AtProvider.StateSecretUID
-	switch {
-	case metav1.IsControlledBy(s, mg) && (recorded == "" || recorded == string(s.UID)):
-		// A RelayConfig from before the provider recorded the UID adopts
-		// the Secret it controls, once.
-		mg.Status.AtProvider.StateSecretUID = string(s.UID)
-		return s, nil
-	case meta.WasDeleted(mg):
-		return nil, nil // nothing of it is ours: it must not hold the deletion up
-	}
-	return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
-}
-
-// recordDevice records the device ID containerboot wrote into the state
-// Secret, whenever it appears, while the RelayConfig is live (and so
-// admitted by its provider config: Connect refuses it otherwise). A device
-// ID written into the state Secret once the RelayConfig is being deleted
-// is not recorded: Delete acts only on the recorded one.
-func recordDevice(mg *v1alpha1.RelayConfig, state *corev1.Secret) {
-	if state == nil || meta.WasDeleted(mg) {
-		return
-	}
-	if id := string(state.Data[stateSecretDeviceIDKey]); id != "" {
-		mg.Status.AtProvider.DeviceID = id
-	}
-}
-
-// loggedIn returns the device ID in the state Secret now: a device whose
-// state is gone (the Secret deleted by hand) must log in again, with a key.
-func loggedIn(state *corev1.Secret) string {
-	if state == nil {
-		return ""
-	}
-	return string(state.Data[stateSecretDeviceIDKey])
-}
-
 // createStateSecret creates the replica's empty state Secret, controlled by
 // the RelayConfig so it lives exactly as long as the replica: a restarted
 // pod keeps its device identity, and the device ID is still there to read
@@ -250,7 +197,7 @@ func (e *external) mintedKeyRef(ctx context.Context, mg *v1alpha1.RelayConfig, r
 		if err := tooSoon(mg); err != nil {
 			return ref, false, err
 		}
-		e.staleDevice = device
+		e.obs.staleDevice = device
 		return ref, true, nil
 	}
 	setKeyCondition(mg, corev1.ConditionTrue, v1alpha1.ReasonKeyAvailable, "minted key "+id)

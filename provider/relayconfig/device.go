@@ -8,6 +8,10 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
@@ -20,6 +24,74 @@ const reasonDeviceNotDeleted event.Reason = "DeviceNotDeleted"
 // clockSkew is how much earlier than the RelayConfig a device may say it
 // was created: the tailnet's clock and the API server's differ.
 const clockSkew = 5 * time.Minute
+
+// observeDevice reads the replica's state Secret, records the device
+// tailscaled wrote there, and says whether the device leaves the tailnet
+// with the replica. It returns the state Secret, nil when there is none
+// yet (Update creates it).
+func (e *external) observeDevice(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
+	state, err := e.stateSecret(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	e.obs.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
+	recordDevice(mg, state) // for Delete, even if the state goes later
+	e.cleanupCondition(mg)
+	return state, nil
+}
+
+// stateSecret returns the replica's state Secret, or nil when it is
+// missing (or the RelayConfig names none). One the RelayConfig does not
+// control (another replica's, or a tenant's) is an error: its device ID is
+// not this replica's.
+func (e *external) stateSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
+	name := mg.Spec.ForProvider.StateSecretName
+	if name == "" {
+		return nil, nil
+	}
+	s := &corev1.Secret{}
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot get state Secret %s named by spec.forProvider.stateSecretName: %w", name, err)
+	}
+	recorded := mg.Status.AtProvider.StateSecretUID
+	switch {
+	case metav1.IsControlledBy(s, mg) && (recorded == "" || recorded == string(s.UID)):
+		// A RelayConfig from before the provider recorded the UID adopts
+		// the Secret it controls, once.
+		mg.Status.AtProvider.StateSecretUID = string(s.UID)
+		return s, nil
+	case meta.WasDeleted(mg):
+		return nil, nil // nothing of it is ours: it must not hold the deletion up
+	}
+	return nil, errForeignSecret(name, "spec.forProvider.stateSecretName")
+}
+
+// recordDevice records the device ID containerboot wrote into the state
+// Secret, whenever it appears, while the RelayConfig is live (and so
+// admitted by its provider config: Connect refuses it otherwise). A device
+// ID written into the state Secret once the RelayConfig is being deleted
+// is not recorded: Delete acts only on the recorded one.
+func recordDevice(mg *v1alpha1.RelayConfig, state *corev1.Secret) {
+	if state == nil || meta.WasDeleted(mg) {
+		return
+	}
+	if id := string(state.Data[stateSecretDeviceIDKey]); id != "" {
+		mg.Status.AtProvider.DeviceID = id
+	}
+}
+
+// loggedIn returns the device ID in the state Secret now: a device whose
+// state is gone (the Secret deleted by hand) must log in again, with a key.
+func loggedIn(state *corev1.Secret) string {
+	if state == nil {
+		return ""
+	}
+	return string(state.Data[stateSecretDeviceIDKey])
+}
 
 // deleteDevice removes the replica's device id from the tailnet, once the
 // tailnet confirms it is this replica's. The ID comes from the state
@@ -72,12 +144,12 @@ type deviceCheck struct {
 // checkedDevice is replicasDevice once per reconcile: Delete uses what
 // Observe's deviceLeft learnt, without a second lookup or Warning.
 func (e *external) checkedDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
-	if e.checked != nil && e.checked.id == id {
-		return e.checked.device, nil
+	if e.obs.checked != nil && e.obs.checked.id == id {
+		return e.obs.checked.device, nil
 	}
 	d, err := e.replicasDevice(ctx, mg, id)
 	if err == nil {
-		e.checked = &deviceCheck{id: id, device: d}
+		e.obs.checked = &deviceCheck{id: id, device: d}
 	}
 	return d, err
 }

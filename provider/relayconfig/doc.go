@@ -2,7 +2,7 @@
 // replica's public endpoints and writes its tailscaled config Secret.
 //
 // It runs on crossplane-runtime's managed reconciler, and leaves the
-// reconciler's grain in four places. Each saves writes to the RelayConfig:
+// reconciler's grain in five places. Each saves writes to the RelayConfig:
 // every write is a watch event on the PeerRelay that composed it, and
 // Crossplane counts those against the PeerRelay's watch circuit breaker. A
 // check in TestReconcilerWrites (grain_test.go) fails when any is removed.
@@ -23,7 +23,21 @@
 //     StatusKeptAcrossFinalizer.
 //  4. The external client is made per reconcile and carries what Observe
 //     found (the rendered config, a missing state Secret, a key to mint)
-//     to Update (external.go, the fields after api). Update writes exactly
-//     the config Observe compared, and nothing is resolved twice. Check:
+//     to Update (external.go, external.obs). Update writes exactly the
+//     config Observe compared, and nothing is resolved twice. Check:
 //     ObserveHandsOverToUpdate.
+//  5. Faults back off whatever their words: the provider's own status
+//     writes do not wake a RelayConfig (setup.go, the For predicate), and
+//     the backoff is per RelayConfig (backoff.go). Check:
+//     TestTailscaleAPIOutageUnknownWords, TestAWSResolutionAndOutage.
+//
+// Its duties, each in its file: admission by the provider config's policy
+// and the clients it grants (connector.go, policy.go, clients.go);
+// Observe's script (external.go) of the endpoints to advertise
+// (endpoints.go, node.go, awscheck.go), the replica's device (device.go),
+// its reachability (reachability.go, probers.go, probequeue.go) and
+// traffic (traffic.go), and the key it logs in with (authkey.go,
+// mintbudget.go); what it keeps of Secrets (secretcache.go); condition
+// messages that do not change between attempts (stable.go); metrics
+// (metrics.go).
 package relayconfig

@@ -3,11 +3,8 @@ package relayconfig
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"slices"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -19,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"tailscale.com/ipn"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
-	"github.com/peerrelay/peerrelay/provider/endpoint"
 	"github.com/peerrelay/peerrelay/provider/placement"
 	"github.com/peerrelay/peerrelay/provider/resolve"
 	"github.com/peerrelay/peerrelay/provider/tailnet"
@@ -62,9 +57,15 @@ type external struct {
 	// tests that do not sample.
 	samplers *samplers
 
-	// What Observe found for Create or Update to write: the config and its
-	// inputs, and whether the state Secret is missing or a key must be
-	// minted first.
+	// obs is what Observe found, for Create or Update to write (doc.go,
+	// deviation 4).
+	obs observation
+}
+
+// observation is what Observe found for Create or Update to write: the
+// config and its inputs, and whether the state Secret is missing or a key
+// must be minted first.
+type observation struct {
 	relay        tsconfig.Relay
 	rendered     []byte
 	stateMissing bool
@@ -78,89 +79,62 @@ type external struct {
 	checked *deviceCheck
 }
 
-// Observe resolves the endpoints and compares the config Secret with what
-// they render to. A failed lookup keeps the last good endpoints: the config
-// is never rewritten with fewer addresses because of an error.
+// Observe is a script of the replica's observations, each in the file of
+// its concept: the endpoints to advertise (endpoints.go), the device
+// (device.go), its reachability and traffic (reachability.go, traffic.go),
+// the key it logs in with (authkey.go), then the config they render to,
+// compared with the config Secret. A failed lookup keeps the last good
+// endpoints: the config is never rewritten with fewer addresses because
+// of an error.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ managed.ExternalObservation, err error) {
 	defer func() { err = stable(err) }()
-	p := mg.Spec.ForProvider
-	svc, err := e.service(ctx, mg)
+	found, err := e.observeEndpoints(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	checkErr := e.checkPlacement(ctx, mg)
-	start := time.Now()
-	var res resolve.Result
-	var resolveErr error
-	if p.Node != nil {
-		res, resolveErr = e.nodeEndpoints(ctx, mg, svc)
-	} else {
-		res, resolveErr = e.resolver.Resolve(ctx, svc, p)
-	}
-	observeResolve(start, resolveErr)
-	current, err := e.configSecret(ctx, mg)
+	state, err := e.observeDevice(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	last := kept(lastGood(mg, current), p)
-	eps := res.Endpoints
-	switch {
-	case resolveErr != nil:
-		eps = last
-		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonResolveFailed,
-			fmt.Sprintf("%s; still advertising the last good endpoints %v", stableMessage(resolveErr), endpoint.Strings(last))))
-	case len(eps) == 0 && len(last) > 0:
-		// The ingress went away (the load balancer is being replaced, say):
-		// keep advertising what was last known rather than nothing.
-		eps = last
-		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
-			"the Service has no load balancer address now; still advertising the last good endpoints"))
-	case len(eps) == 0 && p.Node != nil:
-		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
-			fmt.Sprintf("waiting for pod %s to run on a node with an address (and, for a NodePort, for the Service's node port)", p.Node.Pod)))
-	case len(eps) == 0:
-		mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionFalse, v1alpha1.ReasonAwaitingAddress,
-			"waiting for the Service's load balancer address"))
-	default:
-		eps = shrinkSlowly(mg, res, last)
-		e.recordResolved(mg, res, eps)
-	}
-	// status.atProvider.endpoints is what the config advertises, the last
-	// good list included: the config Secret is restored from it when it is
-	// lost during an outage.
-	if kept := endpoint.Strings(eps); !slices.Equal(mg.Status.AtProvider.Endpoints, kept) {
-		mg.Status.AtProvider.Endpoints = kept
-	}
-
-	state, err := e.stateSecret(ctx, mg)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	e.stateMissing = state == nil && mg.Spec.ForProvider.StateSecretName != ""
-	recordDevice(mg, state) // for Delete, even if the state goes later
-	e.cleanupCondition(mg)
-	e.checkReachability(mg, eps)
+	e.checkReachability(mg, found.eps)
 	e.sampleTraffic(ctx, mg)
 	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.mintKey = mint
-	e.relay = tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey, ServerURL: e.controlURL}
-	if err := e.render(mg); err != nil {
+	e.obs.mintKey = mint
+	if err := e.renderConfig(mg, found.eps, authKey); err != nil {
 		return managed.ExternalObservation{}, err
+	}
+	return e.compare(ctx, mg, found)
+}
+
+// renderConfig renders the config the replica runs, and says in Ready
+// whether it advertises an endpoint.
+func (e *external) renderConfig(mg *v1alpha1.RelayConfig, eps []netip.AddrPort, authKey string) error {
+	p := mg.Spec.ForProvider
+	e.obs.relay = tsconfig.Relay{Hostname: p.Hostname, Port: uint16(p.Port), Endpoints: eps, AuthKey: authKey, ServerURL: e.controlURL}
+	if err := e.render(mg); err != nil {
+		return err
 	}
 	if len(eps) > 0 {
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(xpv2.Unavailable().WithMessage("no public endpoint yet: the relay runs but advertises none"))
 	}
+	return nil
+}
 
-	s := current
+// compare says whether the config Secret holds what Observe rendered, and
+// what Update has to make first. A failed lookup or placement check comes
+// back as an error only once the config is written: Synced=False with the
+// reason, an event, and a retry with backoff.
+func (e *external) compare(ctx context.Context, mg *v1alpha1.RelayConfig, found endpointsFound) (managed.ExternalObservation, error) {
+	s := found.config
 	if s != nil && !metav1.IsControlledBy(s, mg) {
-		return managed.ExternalObservation{}, errForeignSecret(p.ConfigSecretName, "spec.forProvider.configSecretName")
+		return managed.ExternalObservation{}, errForeignSecret(mg.Spec.ForProvider.ConfigSecretName, "spec.forProvider.configSecretName")
 	}
-	if s == nil || e.stateMissing || e.mintKey {
+	if s == nil || e.obs.stateMissing || e.obs.mintKey {
 		// A missing Secret is written by Update (doc.go, deviation 1),
 		// as is a missing state Secret or a key to mint. Once the
 		// RelayConfig is being deleted, the replica's device may still be
@@ -171,27 +145,26 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 		}
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
-	upToDate := len(s.Data) == 1 && bytes.Equal(s.Data[tsconfig.FileName], e.rendered)
-	if !upToDate {
+	if len(s.Data) != 1 || !bytes.Equal(s.Data[tsconfig.FileName], e.obs.rendered) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
-	if resolveErr != nil {
-		// Synced=False with the reason, an event, and a retry with backoff.
-		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", resolveErr)
+	if found.resolveErr != nil {
+		return managed.ExternalObservation{}, fmt.Errorf("cannot resolve endpoints (keeping the last good ones): %w", found.resolveErr)
 	}
-	if checkErr != nil {
-		return managed.ExternalObservation{}, checkErr // the same: retried with backoff
+	if found.checkErr != nil {
+		return managed.ExternalObservation{}, found.checkErr
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
-// render renders e.relay into e.rendered and records its hash.
+// render renders the observation's relay into its config and records
+// its hash.
 func (e *external) render(mg *v1alpha1.RelayConfig) error {
-	b, hash, err := tsconfig.Render(e.relay)
+	b, hash, err := tsconfig.Render(e.obs.relay)
 	if err != nil {
 		return err
 	}
-	e.rendered = b
+	e.obs.rendered = b
 	mg.Status.AtProvider.ConfigHash = hash
 	return nil
 }
@@ -199,16 +172,16 @@ func (e *external) render(mg *v1alpha1.RelayConfig) error {
 // prepare makes what the config refers to before it is written: the state
 // Secret when it is missing, a minted key when one is needed.
 func (e *external) prepare(ctx context.Context, mg *v1alpha1.RelayConfig) error {
-	if e.stateMissing {
+	if e.obs.stateMissing {
 		if err := e.createStateSecret(ctx, mg); err != nil {
 			return err
 		}
 	}
-	if !e.mintKey {
+	if !e.obs.mintKey {
 		return nil
 	}
-	if e.staleDevice != "" && e.api != nil {
-		if err := e.deleteDevice(ctx, mg, e.staleDevice); err != nil {
+	if e.obs.staleDevice != "" && e.api != nil {
+		if err := e.deleteDevice(ctx, mg, e.obs.staleDevice); err != nil {
 			return err
 		}
 	}
@@ -216,118 +189,8 @@ func (e *external) prepare(ctx context.Context, mg *v1alpha1.RelayConfig) error 
 	if err != nil {
 		return err
 	}
-	e.relay.AuthKey, e.mintKey = ref, false
+	e.obs.relay.AuthKey, e.obs.mintKey = ref, false
 	return e.render(mg)
-}
-
-// configSecret returns the config Secret, or nil when there is none.
-func (e *external) configSecret(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.ForProvider.ConfigSecretName}, s)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot get config Secret %s: %w", mg.Spec.ForProvider.ConfigSecretName, err)
-	}
-	return s, nil
-}
-
-// lastGood is what the replica advertises now: the endpoints in its config
-// Secret when it has one (the status may lag behind a write), else those
-// recorded in status.
-func lastGood(mg *v1alpha1.RelayConfig, s *corev1.Secret) []netip.AddrPort {
-	if s != nil && metav1.IsControlledBy(s, mg) {
-		var c ipn.ConfigVAlpha
-		if json.Unmarshal(s.Data[tsconfig.FileName], &c) == nil && len(c.RelayServerStaticEndpoints) > 0 {
-			return c.RelayServerStaticEndpoints
-		}
-	}
-	eps, _ := endpoint.Parse("status.atProvider.endpoints", mg.Status.AtProvider.Endpoints)
-	return eps
-}
-
-// kept is what a replica goes on advertising while its lookup fails or its
-// load balancer has no address: the last good addresses on today's port
-// (spec.forProvider.port may have changed since they were resolved), and
-// today's static endpoints as they are.
-func kept(last []netip.AddrPort, p v1alpha1.RelayConfigParameters) []netip.AddrPort {
-	if len(last) == 0 {
-		return nil
-	}
-	static, _ := endpoint.ParseStatic("spec.forProvider.staticEndpoints", p.StaticEndpoints)
-	out := slices.Clone(static)
-	for _, ep := range last {
-		if !slices.ContainsFunc(static, func(s netip.AddrPort) bool { return s.Addr() == ep.Addr() }) {
-			out = append(out, netip.AddrPortFrom(ep.Addr(), uint16(p.Port)))
-		}
-	}
-	return endpoint.Normalize(out)
-}
-
-// shrinkGrace is how long addresses a hostname's answer leaves out stay
-// advertised: an NLB's name answers one address per zone, and a resolver's
-// partial answer would otherwise drop a zone, then add it back, each time
-// rewriting the config. An address really gone is dropped at the first
-// lookup after the grace.
-const shrinkGrace = 2 * time.Minute
-
-// shrinkSlowly returns what to advertise from a successful lookup: its
-// endpoints, except while the answer for the same hostname lacks some of
-// the last good ones, for up to shrinkGrace (status.atProvider.
-// shrinkingSince records since when).
-func shrinkSlowly(mg *v1alpha1.RelayConfig, res resolve.Result, last []netip.AddrPort) []netip.AddrPort {
-	at := &mg.Status.AtProvider
-	partial := res.Hostname != "" && res.Hostname == at.Hostname && len(res.Endpoints) < len(last) &&
-		!slices.ContainsFunc(res.Endpoints, func(ep netip.AddrPort) bool { return !slices.Contains(last, ep) })
-	switch {
-	case !partial:
-		at.ShrinkingSince = nil
-	case at.ShrinkingSince == nil:
-		now := metav1.Now()
-		at.ShrinkingSince = &now
-		return last
-	case time.Since(at.ShrinkingSince.Time) < shrinkGrace:
-		return last
-	default:
-		at.ShrinkingSince = nil
-	}
-	return res.Endpoints
-}
-
-// recordResolved records a successful lookup, and advertised, what comes of
-// it, in status.
-func (e *external) recordResolved(mg *v1alpha1.RelayConfig, res resolve.Result, advertised []netip.AddrPort) {
-	eps := endpoint.Strings(advertised)
-	at := &mg.Status.AtProvider
-	if !slices.Equal(at.Endpoints, eps) || at.Source != res.Source || at.Hostname != res.Hostname {
-		now := metav1.Now()
-		at.Endpoints, at.Source, at.Hostname, at.LastResolved = eps, res.Source, res.Hostname, &now
-	}
-	msg := fmt.Sprintf("%d endpoints from %s", len(eps), res.Source)
-	if res.Source == v1alpha1.SourceNodeInternalIP {
-		msg += "; the pod's node has no ExternalIP, so its InternalIP is advertised: peers reach it only where that network is routed (a port forward to it, a VPN)"
-	}
-	if at.ShrinkingSince != nil {
-		msg += fmt.Sprintf("; %s answers only %d of them now, the others stay advertised for %s in case the answer was partial", res.Hostname, len(res.Endpoints), shrinkGrace)
-	}
-	mg.SetConditions(condition(v1alpha1.ConditionResolved, corev1.ConditionTrue, v1alpha1.ReasonResolved, msg))
-}
-
-func (e *external) service(ctx context.Context, mg *v1alpha1.RelayConfig) (*corev1.Service, error) {
-	ref := mg.Spec.ForProvider.ServiceRef
-	if ref == nil {
-		return nil, nil
-	}
-	svc := &corev1.Service{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, svc)
-	if kerrors.IsNotFound(err) {
-		return nil, nil // not created yet: pending, like no ingress
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot get Service %s named by spec.forProvider.serviceRef: %w", ref.Name, err)
-	}
-	return svc, nil
 }
 
 // Create writes the config Secret. Observe reports a missing Secret as one
@@ -351,7 +214,7 @@ func (e *external) writeConfig(ctx context.Context, mg *v1alpha1.RelayConfig) er
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mg.Spec.ForProvider.ConfigSecretName, Namespace: mg.GetNamespace()}}
 	if err := e.writeSecret(ctx, mg, s, "spec.forProvider.configSecretName", func() {
-		s.Data = map[string][]byte{tsconfig.FileName: e.rendered}
+		s.Data = map[string][]byte{tsconfig.FileName: e.obs.rendered}
 	}); err != nil {
 		return fmt.Errorf("cannot write config Secret %s: %w", s.Name, err)
 	}

@@ -506,7 +506,7 @@ func TestObserve(t *testing.T) {
 				if strings.Contains(err.Error(), "tskey-") {
 					t.Errorf("%s\nan auth key reached the error: %v", tc.reason, err)
 				}
-				if len(e.rendered) == 0 {
+				if len(e.obs.rendered) == 0 {
 					return
 				}
 			} else if err != nil {
@@ -515,7 +515,7 @@ func TestObserve(t *testing.T) {
 				t.Errorf("%s\nObservation (-want +got):\n%s", tc.reason, diff)
 			}
 			var cfg ipn.ConfigVAlpha
-			if err := json.Unmarshal(e.rendered, &cfg); err != nil {
+			if err := json.Unmarshal(e.obs.rendered, &cfg); err != nil {
 				t.Fatalf("rendered config: %v", err)
 			}
 			if diff := cmp.Diff(tc.want.endpoints, endpoint.Strings(cfg.RelayServerStaticEndpoints), cmpEmpty); diff != "" {
@@ -536,8 +536,8 @@ func TestObserve(t *testing.T) {
 			if got := tc.mg.Status.AtProvider.ShrinkingSince != nil; got != tc.want.shrinking {
 				t.Errorf("%s\nshrinkingSince set: %v, want %v", tc.reason, got, tc.want.shrinking)
 			}
-			if e.mintKey != tc.want.mint {
-				t.Errorf("%s\nkey to mint: %v, want %v", tc.reason, e.mintKey, tc.want.mint)
+			if e.obs.mintKey != tc.want.mint {
+				t.Errorf("%s\nkey to mint: %v, want %v", tc.reason, e.obs.mintKey, tc.want.mint)
 			}
 			if tc.api != nil && tc.api.minted != 0 {
 				t.Errorf("%s\nObserve minted %d keys: Observe must only observe", tc.reason, tc.api.minted)
@@ -890,7 +890,8 @@ func TestWrites(t *testing.T) {
 			if tc.uncached != nil {
 				read = newCluster(tc.uncached...)
 			}
-			e := &external{kube: kube, read: read, resolver: &resolve.Resolver{}, rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, record: &recorded, allowedTags: tc.allowedTags, staleDevice: tc.staleDevice}
+			e := &external{kube: kube, read: read, resolver: &resolve.Resolver{}, record: &recorded, allowedTags: tc.allowedTags,
+				obs: observation{rendered: []byte("new"), stateMissing: tc.stateMissing, mintKey: tc.mintKey, staleDevice: tc.staleDevice}}
 			if tc.api != nil {
 				e.api = tc.api
 			}

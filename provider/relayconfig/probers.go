@@ -1,0 +1,285 @@
+package relayconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/probe"
+	"github.com/peerrelay/peerrelay/provider/tailnet"
+)
+
+// joinRetry is how long a prober that could not join waits before the
+// provider mints it another key: a failing join must not mint a key on
+// every reconcile.
+const joinRetry = time.Minute
+
+// reprobeAfter bounds how soon a change (a new endpoint, a new device ID
+// in the state Secret, which the tenant may write) probes a RelayConfig
+// again: a tenant rewriting its state Secret cannot keep a worker busy.
+const reprobeAfter = 15 * time.Second
+
+// Probers are tailnet devices: a provider keeps at most maxProbers, and
+// logs out one no RelayConfig asked for in proberIdle (its provider config
+// gone, or its probe turned off).
+const (
+	maxProbers = 16
+	proberIdle = 30 * time.Minute
+)
+
+// probers keeps one prober per provider config (and credentials) that
+// turns the probe on, the probe queue and its results. Only the leader
+// reconciles and runs the workers, so only its probers join the tailnet.
+type probers struct {
+	// join is probe.Join; tests may replace it.
+	join func(context.Context, probe.Options) (*probe.Prober, error)
+	now  func() time.Time
+
+	// joining guards joined and closing, briefly: a join (a key minted, a
+	// login) takes seconds under the prober's own lock, not this one.
+	joining sync.Mutex
+	joined  map[string]*joinedProber
+	closing bool
+
+	queue *probeQueue
+	// done asks the controller to reconcile a RelayConfig whose probe
+	// finished (a channel source in Setup).
+	done chan event.GenericEvent
+
+	mu      sync.Mutex
+	probed  map[types.UID]probed
+	results map[types.UID]probeResult
+}
+
+// joinedProber is a provider config's prober, or why it could not join.
+type joinedProber struct {
+	// config is what the prober joined with.
+	config string
+	used   time.Time
+	// mu is held through a join: one join per provider config at a time,
+	// and none of the others waits on it.
+	mu     sync.Mutex
+	p      *probe.Prober
+	err    error
+	failed time.Time
+}
+
+// probed is a RelayConfig's last probe: when, of which endpoints on which
+// device, and how often it is due; pending says a change waits out
+// reprobeAfter.
+type probed struct {
+	at        time.Time
+	endpoints string
+	device    string
+	every     time.Duration
+	pending   bool
+}
+
+// probeResult is a finished probe's condition, for what it probed.
+type probeResult struct {
+	sig  probed
+	cond xpv2.Condition
+}
+
+func newProbers() *probers {
+	return &probers{join: probe.Join, now: time.Now, joined: map[string]*joinedProber{},
+		queue: newProbeQueue(), done: make(chan event.GenericEvent, 1024),
+		probed: map[types.UID]probed{}, results: map[types.UID]probeResult{}}
+}
+
+// prober returns the prober under key, joining it with a freshly minted
+// ephemeral key the first time, when its config changed, or joinRetry
+// after a failure.
+func (ps *probers) prober(ctx context.Context, key, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
+	j, err := ps.entry(key, config)
+	if err != nil {
+		return nil, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.p != nil || (j.err != nil && ps.now().Sub(j.failed) < joinRetry) {
+		return j.p, j.err
+	}
+	_, authKey, _, err := api.CreateAuthKey(ctx, tailnet.KeyRequest{Tags: tags, Description: "peer relay prober", Ephemeral: true})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		o.AuthKey = authKey
+		j.p, err = ps.join(ctx, o)
+		cancel()
+	}
+	j.err = nil
+	if err != nil {
+		j.err, j.failed = fmt.Errorf("the prober cannot join the tailnet: %s", stableMessage(err)), ps.now()
+	}
+	return j.p, j.err
+}
+
+// entry returns the prober entry under key for config, a new one when
+// there is none or its config changed, within maxProbers; probers idle
+// for proberIdle are logged out first.
+func (ps *probers) entry(key, config string) (*joinedProber, error) {
+	ps.joining.Lock()
+	defer ps.joining.Unlock()
+	if ps.closing {
+		return nil, errors.New("the provider is stopping")
+	}
+	now := ps.now()
+	for k, j := range ps.joined {
+		if now.Sub(j.used) > proberIdle || (k == key && j.config != config) {
+			delete(ps.joined, k)
+			go j.close()
+		}
+	}
+	j := ps.joined[key]
+	if j == nil {
+		if len(ps.joined) >= maxProbers {
+			return nil, fmt.Errorf("the provider runs %d probers, its bound, for other provider configs; this one's probe waits until one of them is idle for %s", maxProbers, proberIdle)
+		}
+		j = &joinedProber{config: config}
+		ps.joined[key] = j
+	}
+	j.used = now
+	return j, nil
+}
+
+// close logs the prober out, once any join under way has ended.
+func (j *joinedProber) close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.p != nil {
+		j.p.Close()
+		j.p = nil
+	}
+}
+
+// due says whether a RelayConfig is to be probed now: its interval has
+// passed, or what it advertises or its device changed since and
+// reprobeAfter has passed.
+func (ps *probers) due(uid types.UID, now probed) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	last, ok := ps.probed[uid]
+	switch {
+	case !ok || now.at.Sub(last.at) >= last.every:
+		return true
+	case last.endpoints == now.endpoints && last.device == now.device:
+		return false
+	case now.at.Sub(last.at) >= reprobeAfter:
+		return true
+	}
+	last.pending = true
+	ps.probed[uid] = last
+	return false
+}
+
+func (ps *probers) record(uid types.UID, p probed) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.probed[uid] = p
+	// A RelayConfig that never reached Delete is not kept for ever.
+	maps.DeleteFunc(ps.probed, func(_ types.UID, q probed) bool { return p.at.Sub(q.at) > staleAfter*q.every })
+	maps.DeleteFunc(ps.results, func(uid types.UID, _ probeResult) bool { _, ok := ps.probed[uid]; return !ok })
+}
+
+// result is the condition of the RelayConfig's last finished probe, when
+// it probed what the replica advertises now.
+func (ps *probers) result(uid types.UID, now probed) (xpv2.Condition, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, ok := ps.results[uid]
+	if !ok || r.sig.endpoints != now.endpoints || r.sig.device != now.device {
+		return xpv2.Condition{}, false
+	}
+	return r.cond, true
+}
+
+// forget drops a RelayConfig that is gone or no longer probed.
+func (ps *probers) forget(uid types.UID) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	delete(ps.probed, uid)
+	delete(ps.results, uid)
+}
+
+// pollInterval polls a probed RelayConfig as often as it is probed
+// (managed.PollIntervalHook), or after reprobeAfter when a change waits:
+// a relay that stops answering is seen within one interval, not at the
+// next 10-minute poll.
+func (ps *probers) pollInterval(uid types.UID, poll time.Duration) time.Duration {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.probed[uid]
+	switch {
+	case ok && p.pending:
+		return min(poll, reprobeAfter)
+	case ok && p.every < poll:
+		return p.every
+	}
+	return poll
+}
+
+// Start runs the probe workers until ctx ends, then logs every prober
+// out (manager.Runnable: on the leader only).
+func (ps *probers) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range probeWorkers {
+		wg.Go(func() { ps.work(ctx) })
+	}
+	wg.Wait()
+	ps.Close()
+	return nil
+}
+
+// work runs queued probes, records each result and asks for a reconcile
+// of its RelayConfig, which reads it.
+func (ps *probers) work(ctx context.Context) {
+	for {
+		j, ok := ps.queue.pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ps.queue.wake:
+				continue
+			}
+		}
+		c := j.run(ctx)
+		ps.mu.Lock()
+		// A RelayConfig forgotten meanwhile (deleted, its probe turned
+		// off) keeps no result and no gauge.
+		if _, live := ps.probed[j.uid]; live {
+			ps.results[j.uid] = probeResult{sig: j.sig, cond: c}
+			observeProbe(j.rc, c)
+		}
+		ps.mu.Unlock()
+		ps.queue.finish(j)
+		rc := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Namespace: j.rc.Namespace, Name: j.rc.Name}}
+		select {
+		case ps.done <- event.GenericEvent{Object: client.Object(rc)}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Close logs every prober out; called when the provider stops.
+func (ps *probers) Close() {
+	ps.joining.Lock()
+	ps.closing = true
+	joined := ps.joined
+	ps.joined = map[string]*joinedProber{}
+	ps.joining.Unlock()
+	for _, j := range joined {
+		j.close()
+	}
+}
