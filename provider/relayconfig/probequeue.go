@@ -26,9 +26,9 @@ const (
 type probeJob struct {
 	rc  types.NamespacedName
 	uid types.UID
-	// sig is what it probes: the result applies only while the replica
+	// key is what it probes: the result applies only while the replica
 	// advertises the same endpoints on the same device.
-	sig probed
+	key string
 	run func(context.Context) xpv2.Condition
 }
 

@@ -57,7 +57,8 @@ type probers struct {
 	done chan event.GenericEvent
 
 	mu      sync.Mutex
-	probed  map[types.UID]probed
+	// sched is when each RelayConfig was last probed.
+	sched   *schedule
 	results map[types.UID]probeResult
 }
 
@@ -74,27 +75,18 @@ type joinedProber struct {
 	failed time.Time
 }
 
-// probed is a RelayConfig's last probe: when, of which endpoints on which
-// device, and how often it is due; pending says a change waits out
-// reprobeAfter.
-type probed struct {
-	at        time.Time
-	endpoints string
-	device    string
-	every     time.Duration
-	pending   bool
-}
-
-// probeResult is a finished probe's condition, for what it probed.
+// probeResult is a finished probe's condition, for what it probed (key:
+// the endpoints and the device).
 type probeResult struct {
-	sig  probed
+	key  string
 	cond xpv2.Condition
 }
 
 func newProbers() *probers {
-	return &probers{join: probe.Join, now: time.Now, joined: map[string]*joinedProber{},
-		queue: newProbeQueue(), done: make(chan event.GenericEvent, 1024),
-		probed: map[types.UID]probed{}, results: map[types.UID]probeResult{}}
+	ps := &probers{join: probe.Join, now: time.Now, joined: map[string]*joinedProber{},
+		queue: newProbeQueue(), done: make(chan event.GenericEvent, 1024), results: map[types.UID]probeResult{}}
+	ps.sched = newSchedule(func() time.Time { return ps.now() }) // tests set ps.now
+	return ps
 }
 
 // prober returns the prober under key, joining it with a freshly minted
@@ -162,42 +154,13 @@ func (j *joinedProber) close() {
 	}
 }
 
-// due says whether a RelayConfig is to be probed now: its interval has
-// passed, or what it advertises or its device changed since and
-// reprobeAfter has passed.
-func (ps *probers) due(uid types.UID, now probed) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	last, ok := ps.probed[uid]
-	switch {
-	case !ok || now.at.Sub(last.at) >= last.every:
-		return true
-	case last.endpoints == now.endpoints && last.device == now.device:
-		return false
-	case now.at.Sub(last.at) >= reprobeAfter:
-		return true
-	}
-	last.pending = true
-	ps.probed[uid] = last
-	return false
-}
-
-func (ps *probers) record(uid types.UID, p probed) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.probed[uid] = p
-	// A RelayConfig that never reached Delete is not kept for ever.
-	maps.DeleteFunc(ps.probed, func(_ types.UID, q probed) bool { return p.at.Sub(q.at) > staleAfter*q.every })
-	maps.DeleteFunc(ps.results, func(uid types.UID, _ probeResult) bool { _, ok := ps.probed[uid]; return !ok })
-}
-
 // result is the condition of the RelayConfig's last finished probe, when
-// it probed what the replica advertises now.
-func (ps *probers) result(uid types.UID, now probed) (xpv2.Condition, bool) {
+// it probed what the replica advertises now (key).
+func (ps *probers) result(uid types.UID, key string) (xpv2.Condition, bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	r, ok := ps.results[uid]
-	if !ok || r.sig.endpoints != now.endpoints || r.sig.device != now.device {
+	if !ok || r.key != key {
 		return xpv2.Condition{}, false
 	}
 	return r.cond, true
@@ -205,27 +168,17 @@ func (ps *probers) result(uid types.UID, now probed) (xpv2.Condition, bool) {
 
 // forget drops a RelayConfig that is gone or no longer probed.
 func (ps *probers) forget(uid types.UID) {
+	ps.sched.forget(uid)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	delete(ps.probed, uid)
 	delete(ps.results, uid)
 }
 
-// pollInterval polls a probed RelayConfig as often as it is probed
-// (managed.PollIntervalHook), or after reprobeAfter when a change waits:
-// a relay that stops answering is seen within one interval, not at the
-// next 10-minute poll.
+// pollInterval polls a probed RelayConfig as often as it is probed, or
+// after reprobeAfter when a change waits: a relay that stops answering is
+// seen within one interval, not at the next 10-minute poll.
 func (ps *probers) pollInterval(uid types.UID, poll time.Duration) time.Duration {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p, ok := ps.probed[uid]
-	switch {
-	case ok && p.pending:
-		return min(poll, reprobeAfter)
-	case ok && p.every < poll:
-		return p.every
-	}
-	return poll
+	return ps.sched.pollInterval(uid, poll, reprobeAfter)
 }
 
 // Start runs the probe workers until ctx ends, then logs every prober
@@ -256,11 +209,12 @@ func (ps *probers) work(ctx context.Context) {
 		c := j.run(ctx)
 		ps.mu.Lock()
 		// A RelayConfig forgotten meanwhile (deleted, its probe turned
-		// off) keeps no result and no gauge.
-		if _, live := ps.probed[j.uid]; live {
-			ps.results[j.uid] = probeResult{sig: j.sig, cond: c}
+		// off, gone stale) keeps no result and no gauge.
+		if ps.sched.has(j.uid) {
+			ps.results[j.uid] = probeResult{key: j.key, cond: c}
 			observeProbe(j.rc, c)
 		}
+		maps.DeleteFunc(ps.results, func(uid types.UID, _ probeResult) bool { return !ps.sched.has(uid) })
 		ps.mu.Unlock()
 		ps.queue.finish(j)
 		rc := &v1alpha1.RelayConfig{ObjectMeta: metav1.ObjectMeta{Namespace: j.rc.Namespace, Name: j.rc.Name}}

@@ -45,25 +45,24 @@ func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrP
 	}
 	device := mg.Status.AtProvider.DeviceID
 	ps := e.probers
-	now := probed{at: ps.now(), endpoints: strings.Join(mg.Status.AtProvider.Endpoints, ","), device: device, every: r.every}
 	if device == "" || len(eps) == 0 {
 		mg.SetConditions(condition(v1alpha1.ConditionReachable, corev1.ConditionUnknown, v1alpha1.ReasonProbePending,
 			"waiting for the replica's device and an advertised endpoint to probe"))
-		ps.record(mg.GetUID(), probed{at: now.at, every: r.every})
+		ps.sched.wait(mg.GetUID(), r.every)
 		return
 	}
-	if c, ok := ps.result(mg.GetUID(), now); ok {
+	key := strings.Join(mg.Status.AtProvider.Endpoints, ",") + " on " + device
+	if c, ok := ps.result(mg.GetUID(), key); ok {
 		mg.SetConditions(c)
 	} else {
 		mg.SetConditions(condition(v1alpha1.ConditionReachable, corev1.ConditionUnknown, v1alpha1.ReasonProbePending,
 			"probing the advertised endpoints"))
 	}
-	if !ps.due(mg.GetUID(), now) {
+	if !ps.sched.due(mg.GetUID(), key, r.every, reprobeAfter) {
 		return
 	}
-	ps.record(mg.GetUID(), now)
 	prober, allowed := r.prober, e.allowedTags
-	ps.queue.push(probeJob{rc: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, uid: mg.GetUID(), sig: now,
+	ps.queue.push(probeJob{rc: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, uid: mg.GetUID(), key: key,
 		run: func(ctx context.Context) xpv2.Condition { return probeEndpoints(ctx, prober, allowed, device, eps) }})
 }
 

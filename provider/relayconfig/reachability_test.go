@@ -53,52 +53,6 @@ func TestProberJoinRetry(t *testing.T) {
 	}
 }
 
-// TestProbeDue: a replica is probed again after its interval, or when what
-// it advertises or its device changed, no sooner than reprobeAfter after
-// the last probe (the state Secret's device ID is the tenant's to rewrite);
-// and polled as often.
-func TestProbeDue(t *testing.T) {
-	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	last := probed{at: at, endpoints: "203.0.113.10:41641", device: "n1", every: time.Minute}
-	cases := map[string]struct {
-		reason string
-		now    probed
-		want   bool
-	}{
-		"Within":     {reason: "Nothing changed within the interval: not due.", now: probed{at: at.Add(59 * time.Second), endpoints: last.endpoints, device: "n1"}},
-		"After":      {reason: "The interval passed: due.", now: probed{at: at.Add(time.Minute), endpoints: last.endpoints, device: "n1"}, want: true},
-		"NewAddress": {reason: "A new endpoint is probed reprobeAfter after the last probe.", now: probed{at: at.Add(reprobeAfter), endpoints: "203.0.113.20:41641", device: "n1"}, want: true},
-		"NewDevice":  {reason: "A new device is probed reprobeAfter after the last probe.", now: probed{at: at.Add(reprobeAfter), endpoints: last.endpoints, device: "n2"}, want: true},
-		"NewDeviceTooSoon": {reason: "A new device within reprobeAfter of the last probe waits: rewriting the state Secret cannot keep a worker busy.",
-			now: probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ps := newProbers()
-			ps.record("uid", last)
-			if got := ps.due("uid", tc.now); got != tc.want {
-				t.Errorf("%s\ndue: %v, want %v", tc.reason, got, tc.want)
-			}
-		})
-	}
-	ps := newProbers()
-	if got := ps.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
-		t.Errorf("a replica never probed is polled every %s, want the provider's 10m", got)
-	}
-	ps.record("uid", last)
-	if got := ps.pollInterval("uid", 10*time.Minute); got != time.Minute {
-		t.Errorf("a probed replica is polled every %s, want its interval, 1m", got)
-	}
-	ps.due("uid", probed{at: at.Add(time.Second), endpoints: last.endpoints, device: "n2"})
-	if got := ps.pollInterval("uid", 10*time.Minute); got != reprobeAfter {
-		t.Errorf("a replica whose change waits is polled every %s, want reprobeAfter", got)
-	}
-	ps.forget("uid")
-	if got := ps.pollInterval("uid", 10*time.Minute); got != 10*time.Minute {
-		t.Errorf("a forgotten replica is polled every %s, want 10m", got)
-	}
-}
-
 // TestTagPolicyRelayDevice: the prober knocks only on a relay's device whose tags the
 // provider config's policy allows; the device ID comes from a state Secret
 // the tenant may write.
@@ -121,37 +75,6 @@ func TestTagPolicyRelayDevice(t *testing.T) {
 				t.Errorf("%s\nrelayDevice(%v) under %v = %v, want %v", tc.reason, tc.tags, tc.allowed, got, tc.want)
 			}
 		})
-	}
-}
-
-// TestStaleEntriesGo: a RelayConfig that never reaches Delete (its
-// finalizer removed by hand) does not stay in the probers' and samplers'
-// memory: once ten of its intervals pass without a probe or a sample, the
-// next one recorded for another RelayConfig drops it.
-func TestStaleEntriesGo(t *testing.T) {
-	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	ps := newProbers()
-	ps.record("gone", probed{at: at, every: time.Minute})
-	ps.record("live", probed{at: at.Add(5 * time.Minute), every: time.Minute})
-	if _, ok := ps.probed["gone"]; !ok {
-		t.Fatal("an entry five intervals old was dropped")
-	}
-	ps.record("live", probed{at: at.Add(11 * time.Minute), every: time.Minute})
-	if _, ok := ps.probed["gone"]; ok {
-		t.Error("the probers keep a RelayConfig not probed for eleven intervals")
-	}
-
-	now := at
-	ss := newSamplers()
-	ss.now = func() time.Time { return now }
-	ss.due("gone")
-	now = now.Add(11 * time.Minute)
-	ss.due("live")
-	if _, ok := ss.sampled["gone"]; ok {
-		t.Error("the samplers keep a RelayConfig not sampled for eleven minutes")
-	}
-	if _, ok := ss.sampled["live"]; !ok {
-		t.Error("the samplers dropped the RelayConfig just sampled")
 	}
 }
 

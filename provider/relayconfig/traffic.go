@@ -6,11 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -50,52 +48,30 @@ const (
 
 // samplers remembers when each RelayConfig was last sampled.
 type samplers struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	sampled map[types.UID]time.Time
-	scrape  func(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSample, error)
+	now func() time.Time
+	// sched is when each RelayConfig was last sampled.
+	sched  *schedule
+	scrape func(ctx context.Context, addr netip.AddrPort) (v1alpha1.TrafficSample, error)
 }
 
 func newSamplers() *samplers {
-	return &samplers{now: time.Now, sampled: map[types.UID]time.Time{}, scrape: scrapeTraffic}
+	s := &samplers{now: time.Now, scrape: scrapeTraffic}
+	s.sched = newSchedule(func() time.Time { return s.now() }) // tests set s.now
+	return s
 }
 
 // due says whether a RelayConfig is to be sampled now, and if so records
 // that it was.
 func (s *samplers) due(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	if last, ok := s.sampled[uid]; ok && now.Sub(last) < sampleEvery {
-		return false
-	}
-	s.sampled[uid] = now
-	// A RelayConfig that never reached Delete (its finalizer removed by
-	// hand, say) is not kept for ever: one sampling is seen every minute.
-	maps.DeleteFunc(s.sampled, func(_ types.UID, at time.Time) bool { return now.Sub(at) > staleAfter*sampleEvery })
-	return true
+	return s.sched.due(uid, "", sampleEvery, sampleEvery)
 }
 
-// staleAfter is how many intervals a RelayConfig's entry in the samplers
-// and probers outlives its last sample or probe: past it, the RelayConfig
-// is taken to be gone.
-const staleAfter = 10
-
-func (s *samplers) forget(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.sampled, uid)
-}
+func (s *samplers) forget(uid types.UID) { s.sched.forget(uid) }
 
 // pollInterval polls a sampling RelayConfig every sampleEvery
 // (managed.PollIntervalHook), so a relay's traffic shows within a minute.
 func (s *samplers) pollInterval(uid types.UID, poll time.Duration) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.sampled[uid]; ok && sampleEvery < poll {
-		return sampleEvery
-	}
-	return poll
+	return s.sched.pollInterval(uid, poll, sampleEvery)
 }
 
 // sampleTraffic reads the replica's relay counters when due and records
