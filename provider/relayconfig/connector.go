@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -165,11 +164,6 @@ func (c *connector) recorder() event.Recorder {
 	return c.record
 }
 
-// credentialsGrace is how long a RelayConfig being deleted waits for its
-// provider config and credentials to come back (a namespace deleted with
-// its ProviderConfig and Secrets in it) before it goes without them.
-const credentialsGrace = 5 * time.Minute
-
 // givenUp returns an external client without credentials for a RelayConfig
 // that has been deleted for longer than credentialsGrace while they could
 // not be read (err): it then goes, its config Secret with it, and a Warning
@@ -194,7 +188,7 @@ func (c *connector) givenUp(mg *v1alpha1.RelayConfig, err error) *external {
 		// RelayConfig's own namespace while the RelayConfig is deleted: the
 		// namespace is going, and they will not come back.
 		why = "its namespaced ProviderConfig or credentials are gone from the namespace"
-	case time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace:
+	case !graceOver(mg):
 		return nil
 	}
 	e := &external{kube: c.kube, read: c.read, resolver: &resolve.Resolver{}, record: c.recorder()}
@@ -252,16 +246,6 @@ func admissionString(a *v1alpha1.Admission) string {
 		return "none"
 	}
 	return fmt.Sprintf("%s %s, UID %s", a.Kind, a.Name, a.UID)
-}
-
-// namespacePolicy refuses a RelayConfig whose namespace the provider
-// config's spec.policy.namespaces leaves out.
-func namespacePolicy(spec *v1alpha1.ProviderConfigSpec, mg *v1alpha1.RelayConfig) error {
-	if spec.Policy == nil || len(spec.Policy.Namespaces) == 0 || slices.Contains(spec.Policy.Namespaces, mg.GetNamespace()) {
-		return nil
-	}
-	ref := mg.GetProviderConfigReference()
-	return errPolicy{fmt.Errorf("%s %s may not be used from namespace %s: its spec.policy.namespaces allows %v", ref.Kind, ref.Name, mg.GetNamespace(), spec.Policy.Namespaces)}
 }
 
 // providerConfigCondition says whether the provider config could be read,

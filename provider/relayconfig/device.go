@@ -116,7 +116,7 @@ func (e *external) deleteDevice(ctx context.Context, mg *v1alpha1.RelayConfig, i
 // which no retry mends. A Warning names the device left in the tailnet, so
 // a namespace is not held Terminating for ever.
 func (e *external) giveUpDevice(mg *v1alpha1.RelayConfig, id string, err error) bool {
-	if !tailnet.IsRefused(err) || !meta.WasDeleted(mg) || time.Since(mg.GetDeletionTimestamp().Time) < credentialsGrace {
+	if !tailnet.IsRefused(err) || !graceOver(mg) {
 		return false
 	}
 	e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s stays in the tailnet: remove it in the admin console; after %s the tailnet still refuses the provider config's OAuth client: %s", id, credentialsGrace, stableMessage(err))))

@@ -1,6 +1,41 @@
 package relayconfig
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+)
+
+// The provider config's policy, checked here and nowhere else: which
+// namespaces may use it (namespacePolicy), which tags keys and devices may
+// carry (tagPolicy), and how long a RelayConfig being deleted waits for
+// what it cannot reach (graceOver).
+
+// credentialsGrace is how long a RelayConfig being deleted waits for its
+// provider config and credentials to come back (a namespace deleted with
+// its ProviderConfig and Secrets in it), or for the tailnet to accept its
+// OAuth client again, before it goes without removing its device.
+const credentialsGrace = 5 * time.Minute
+
+// graceOver says whether a RelayConfig has been deleted for longer than
+// credentialsGrace.
+func graceOver(mg *v1alpha1.RelayConfig) bool {
+	return meta.WasDeleted(mg) && time.Since(mg.GetDeletionTimestamp().Time) >= credentialsGrace
+}
+
+// namespacePolicy refuses a RelayConfig whose namespace the provider
+// config's spec.policy.namespaces leaves out.
+func namespacePolicy(spec *v1alpha1.ProviderConfigSpec, mg *v1alpha1.RelayConfig) error {
+	if spec.Policy == nil || len(spec.Policy.Namespaces) == 0 || slices.Contains(spec.Policy.Namespaces, mg.GetNamespace()) {
+		return nil
+	}
+	ref := mg.GetProviderConfigReference()
+	return errPolicy{fmt.Errorf("%s %s may not be used from namespace %s: its spec.policy.namespaces allows %v", ref.Kind, ref.Name, mg.GetNamespace(), spec.Policy.Namespaces)}
+}
 
 // tagPolicy is a provider config's spec.policy.tags: the tags keys may be
 // minted with, and the only tags a device may carry for the provider to

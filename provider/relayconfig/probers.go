@@ -56,7 +56,7 @@ type probers struct {
 	// finished (a channel source in Setup).
 	done chan event.GenericEvent
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// sched is when each RelayConfig was last probed.
 	sched   *schedule
 	results map[types.UID]probeResult
