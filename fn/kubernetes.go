@@ -177,14 +177,72 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 	name := replicaName(r.Base, i)
 	selector := selectorLabels(r)
 	selector[labelReplica] = strconv.Itoa(i)
-	replicas := int32(1)
-	podLabels := map[string]string{}
 	pod := r.Pod
-	maps.Copy(podLabels, pod.Labels)
-	podAnnotations := maps.Clone(pod.Annotations)
+	podLabels := maps.Clone(pod.Labels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
 	maps.Copy(podLabels, commonLabels(r)) // ours win: the selector depends on them
 	maps.Copy(podLabels, selector)
+	m := meta(r, name, commonLabels(r))
+	if len(pod.StatefulSetLabels) > 0 {
+		labels := maps.Clone(pod.StatefulSetLabels)
+		maps.Copy(labels, m.Labels) // ours win: Crossplane and the selector depend on them
+		m.Labels = labels
+	}
+	m.Annotations = maps.Clone(pod.StatefulSetAnnotations)
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(pod.Annotations)},
+		Spec:       replicaPodSpec(r, i, zone),
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[annotationPodTemplate] = podTemplateHash(tmpl)
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: m,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(int32(1)),
+			ServiceName:         name,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: selector},
+			Template:            tmpl,
+		},
+	}
+}
 
+// replicaPodSpec is replica i's pod: the relay container with its volumes,
+// and the pod settings (ProxyClass, then spec.pod) over our defaults.
+func replicaPodSpec(r *relay, i int, zone string) corev1.PodSpec {
+	pod := r.Pod
+	volumes, mounts := replicaVolumes(r, i)
+	return corev1.PodSpec{
+		ServiceAccountName: r.Base,
+		// containerboot reads TS_* variables, and a Service named like
+		// ts-local-addr would inject TS_LOCAL_ADDR_PORT=udp://… and stop
+		// it from starting.
+		EnableServiceLinks:        ptr.To(false),
+		Volumes:                   volumes,
+		Containers:                []corev1.Container{relayContainer(r, i, mounts)},
+		NodeSelector:              pod.NodeSelector,
+		Tolerations:               pod.Tolerations,
+		Affinity:                  inZone(pod.Affinity, zone),
+		ImagePullSecrets:          pod.ImagePullSecrets,
+		SecurityContext:           pod.PodSecurityContext,
+		TopologySpreadConstraints: spread(r, zone),
+		PriorityClassName:         pod.PriorityClassName,
+		// The rest of what the Tailscale operator applies from a ProxyClass.
+		NodeName:  pod.NodeName,
+		DNSPolicy: pod.DNSPolicy,
+		DNSConfig: pod.DNSConfig,
+	}
+}
+
+// replicaVolumes are replica i's volumes and the relay container's mounts:
+// its config Secret, a /tmp, and its auth key.
+func replicaVolumes(r *relay, i int) ([]corev1.Volume, []corev1.VolumeMount) {
+	name := replicaName(r.Base, i)
 	volumes := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: configSecretName(r.Base, i)},
 	}}}
@@ -203,17 +261,22 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 				Optional:   ptr.To(true),
 			},
 		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
-	} else {
-		// No key named: the provider mints one per replica (Tailscale API
-		// access in its provider config) into R-i-authkey. The pod waits
-		// for it.
-		volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix, Optional: ptr.To(true)},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
+		return volumes, append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: authKeyMountPath()})
 	}
+	// No key named: the provider mints one per replica (Tailscale API
+	// access in its provider config) into R-i-authkey. The pod waits for
+	// it.
+	volumes = append(volumes, corev1.Volume{Name: authKeyVolume, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: name + relayv1alpha1.MintedAuthKeySuffix, Optional: ptr.To(true)},
+	}})
+	return volumes, append(mounts, corev1.VolumeMount{Name: authKeyVolume, ReadOnly: true, MountPath: path.Join(authKeyMountPath(), name)})
+}
 
+// relayContainer is replica i's containerboot and tailscaled, with the pod
+// settings' image, resources, security context and env over our defaults.
+func relayContainer(r *relay, i int, mounts []corev1.VolumeMount) corev1.Container {
+	name := replicaName(r.Base, i)
+	pod := r.Pod
 	c := corev1.Container{
 		Name:  containerName,
 		Image: r.Image,
@@ -240,76 +303,32 @@ func replicaStatefulSet(r *relay, i int, zone string) *appsv1.StatefulSet {
 			Path: "/healthz", Port: intstr.FromInt32(healthCheckPort),
 		}}, PeriodSeconds: 1},
 		VolumeMounts:    mounts,
-		SecurityContext: defaultSecurityContext(),
+		SecurityContext: securityContext(pod.SecurityContext),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("32Mi"),
 		}},
-	}
-	spec := corev1.PodSpec{
-		ServiceAccountName: r.Base,
-		// containerboot reads TS_* variables, and a Service named like
-		// ts-local-addr would inject TS_LOCAL_ADDR_PORT=udp://… and stop
-		// it from starting.
-		EnableServiceLinks:        ptr.To(false),
-		Volumes:                   volumes,
-		Containers:                []corev1.Container{c},
-		NodeSelector:              pod.NodeSelector,
-		Tolerations:               pod.Tolerations,
-		Affinity:                  inZone(pod.Affinity, zone),
-		ImagePullSecrets:          pod.ImagePullSecrets,
-		SecurityContext:           pod.PodSecurityContext,
-		TopologySpreadConstraints: spread(r, zone),
-		PriorityClassName:         pod.PriorityClassName,
+		ImagePullPolicy: pod.ImagePullPolicy,
 	}
 	if pod.Resources != nil {
-		spec.Containers[0].Resources = *pod.Resources
+		c.Resources = *pod.Resources
 	}
-	spec.Containers[0].SecurityContext = securityContext(pod.SecurityContext)
-	// The rest of what the Tailscale operator applies from a ProxyClass.
-	spec.NodeName, spec.DNSPolicy, spec.DNSConfig = pod.NodeName, pod.DNSPolicy, pod.DNSConfig
-	spec.Containers[0].ImagePullPolicy = pod.ImagePullPolicy
 	if r.Spec.HostPort {
 		// Bound on the node too: peers reach the relay at the node's
 		// address (the provider advertises it).
-		spec.Containers[0].Ports[1].HostPort = r.Port
+		c.Ports[1].HostPort = r.Port
 	}
 	if r.metrics() {
 		// containerboot serves /metrics beside /healthz on the same
 		// socket; the port's name says so, for a PodMonitor to select.
-		spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
-		spec.Containers[0].Ports[0].Name = metricsPortName
+		c.Env = append(c.Env, corev1.EnvVar{Name: "TS_ENABLE_METRICS", Value: "true"})
+		c.Ports[0].Name = metricsPortName
 	}
-	if e, ok := gomaxprocs(spec.Containers[0].Resources); ok && !slices.ContainsFunc(pod.Env, func(e corev1.EnvVar) bool { return e.Name == envGOMAXPROCS }) {
-		spec.Containers[0].Env = append(spec.Containers[0].Env, e)
+	if e, ok := gomaxprocs(c.Resources); ok && !slices.ContainsFunc(pod.Env, func(e corev1.EnvVar) bool { return e.Name == envGOMAXPROCS }) {
+		c.Env = append(c.Env, e)
 	}
-	spec.Containers[0].Env = append(spec.Containers[0].Env, pod.Env...)
-	m := meta(r, name, commonLabels(r))
-	if len(pod.StatefulSetLabels) > 0 {
-		labels := maps.Clone(pod.StatefulSetLabels)
-		maps.Copy(labels, m.Labels) // ours win: Crossplane and the selector depend on them
-		m.Labels = labels
-	}
-	m.Annotations = maps.Clone(pod.StatefulSetAnnotations)
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
-		Spec:       spec,
-	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[annotationPodTemplate] = podTemplateHash(tmpl)
-	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: m,
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            &replicas,
-			ServiceName:         name,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: selector},
-			Template:            tmpl,
-		},
-	}
+	c.Env = append(c.Env, pod.Env...)
+	return c
 }
 
 const envGOMAXPROCS = "GOMAXPROCS"
