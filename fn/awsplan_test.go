@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // checkedRelayConfig is an observed RelayConfig whose provider checked a
@@ -46,8 +49,9 @@ func TestRunFunctionAWSPlacement(t *testing.T) {
 		// fields expected at path (dot-separated) of a composed key
 		fields map[string]map[string]any
 		// reason and a message fragment of PeerRelayReady
-		reason, msg string
-		fatal       string
+		reason xpv2.ConditionReason
+		msg    string
+		fatal  string
 	}
 	const allocate = `replicas: 2
 aws:
@@ -80,7 +84,7 @@ aws:
 					"spec.forProvider.region": "eu-west-1",
 					"spec.forProvider.tags.peerrelay.io/relay": "team-a/my-relay",
 				}},
-				reason: reasonEndpointsPending,
+				reason: v1alpha1.ReasonEndpointsPending,
 				msg:    "replica 1 waits for its Elastic IP my-relay-1 to report an allocation ID",
 			},
 		},
@@ -160,7 +164,7 @@ aws:
 		"NoRegion": {
 			reason: "Allocating needs a region: a Fatal naming the field.",
 			spec:   "replicas: 1\naws: {elasticIPs: [{subnetID: subnet-0a, allocate: true}]}",
-			want:   want{fatal: "spec.aws.region: needed to create AWS managed resources", reason: reasonAWSConfigInvalid},
+			want:   want{fatal: "spec.aws.region: needed to create AWS managed resources", reason: v1alpha1.ReasonAWSConfigInvalid},
 		},
 		"Legacy": {
 			reason: "A legacy XR composes the cluster-scoped kinds, named after the XR.",
@@ -180,7 +184,7 @@ aws:
 			},
 			want: want{
 				hasNot: []string{"service-0"},
-				reason: reasonAWSConfigInvalid,
+				reason: v1alpha1.ReasonAWSConfigInvalid,
 				msg:    "replica 0: subnet subnet-0bad does not exist",
 			},
 		},
@@ -194,7 +198,7 @@ aws:
 				fields: map[string]map[string]any{"service-0": {
 					"metadata.annotations." + annotationEIPAllocations: "eipalloc-0ddd",
 				}},
-				reason: reasonAWSConfigInvalid,
+				reason: v1alpha1.ReasonAWSConfigInvalid,
 				msg:    "replica 0: Elastic IP eipalloc-0eee is associated with instance i-0123",
 			},
 		},
@@ -209,7 +213,7 @@ aws:
 				fields: map[string]map[string]any{"service-0": {
 					"metadata.annotations." + annotationEIPAllocations: "eipalloc-0ddd",
 				}},
-				reason: reasonAWSConfigInvalid,
+				reason: v1alpha1.ReasonAWSConfigInvalid,
 			},
 		},
 		"TenantStatusComposesNothing": {
@@ -221,7 +225,7 @@ aws:
 			},
 			want: want{
 				hasNot: []string{"service-0"},
-				reason: reasonAWSConfigInvalid,
+				reason: v1alpha1.ReasonAWSConfigInvalid,
 			},
 		},
 		"TenantWrittenPlacementIgnored": {
@@ -237,7 +241,7 @@ aws:
 					"metadata.annotations." + annotationEIPAllocations: "eipalloc-0ddd",
 					"metadata.annotations." + annotationSubnets:        "subnet-0a",
 				}},
-				reason: reasonAWSConfigInvalid,
+				reason: v1alpha1.ReasonAWSConfigInvalid,
 			},
 		},
 		"ManagedLoadBalancer": {
@@ -380,11 +384,11 @@ aws:
 			}
 			var cond *fnv1.Condition
 			for _, c := range rsp.GetConditions() {
-				if c.GetType() == conditionReady {
+				if c.GetType() == string(v1alpha1.ConditionPeerRelayReady) {
 					cond = c
 				}
 			}
-			if tc.want.reason != "" && cond.GetReason() != tc.want.reason {
+			if tc.want.reason != "" && cond.GetReason() != string(tc.want.reason) {
 				t.Errorf("%s\nPeerRelayReady reason: want %s, got %s (%s)", tc.reason, tc.want.reason, cond.GetReason(), cond.GetMessage())
 			}
 			if tc.want.msg != "" && !strings.Contains(cond.GetMessage(), tc.want.msg) {

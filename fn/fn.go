@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fnv1alpha1 "github.com/peerrelay/peerrelay/apis/fn/v1alpha1"
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // Response TTLs: come back soon while replicas wait for endpoints or pods,
@@ -120,23 +121,23 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if c, stay := sum.devicesStay(); stay {
 		// Only when devices would stay behind: a condition that is always
 		// True is one more write on every PeerRelay.
-		response.ConditionFalse(rsp, conditionDeviceCleanup, string(c.Reason)).WithMessage(c.Message).TargetCompositeAndClaim()
+		response.ConditionFalse(rsp, string(v1alpha1.ConditionDeviceCleanup), string(c.Reason)).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
 
 	var cond *response.ConditionOption
 	if sum.ready {
-		cond = response.ConditionTrue(rsp, conditionReady, sum.reason)
+		cond = response.ConditionTrue(rsp, string(v1alpha1.ConditionPeerRelayReady), string(sum.reason))
 		if !unresponsive(xr) {
 			rsp.Meta.Ttl = durationpb.New(ttlReady)
 		}
 	} else {
-		cond = response.ConditionFalse(rsp, conditionReady, sum.reason)
+		cond = response.ConditionFalse(rsp, string(v1alpha1.ConditionPeerRelayReady), string(sum.reason))
 	}
 	cond.WithMessage(sum.msg).TargetCompositeAndClaim()
 	// Not f.Log.WithValues: that builds a logger on every call, even
 	// when debug logs are off, as they are in production.
 	f.Log.Debug("composed", "namespace", r.Namespace, "name", r.Name, "replicas", r.Replicas,
-		"reason", sum.reason, "endpoints", len(sum.status.Endpoints))
+		"reason", string(sum.reason), "endpoints", len(sum.status.Endpoints))
 	return nil
 }
 
@@ -243,11 +244,11 @@ func fail(rsp *fnv1.RunFunctionResponse, err error) {
 	response.Fatal(rsp, err)
 	var se specError
 	if errors.As(err, &se) {
-		reason := reasonSpecInvalid
+		reason := v1alpha1.ReasonSpecInvalid
 		if se.aws {
-			reason = reasonAWSConfigInvalid
+			reason = v1alpha1.ReasonAWSConfigInvalid
 		}
-		response.ConditionFalse(rsp, conditionReady, reason).WithMessage(err.Error()).TargetCompositeAndClaim()
+		response.ConditionFalse(rsp, string(v1alpha1.ConditionPeerRelayReady), string(reason)).WithMessage(err.Error()).TargetCompositeAndClaim()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
@@ -183,43 +184,43 @@ func TestRunFunctionBadInput(t *testing.T) {
 		spec      string
 		xr        *fnv1.Resource
 		wantMsg   []string
-		condition string // PeerRelayReady reason, if any
+		condition xpv2.ConditionReason // PeerRelayReady reason, if any
 	}{
 		"ElasticIPsShort": {
 			reason:    "Fewer Elastic IPs than replicas is refused, naming both fields.",
 			spec:      "replicas: 3\naws:\n  elasticIPs:\n  - {allocationID: eipalloc-0aa, subnetID: subnet-0aa}",
 			wantMsg:   []string{"spec.aws.elasticIPs: Invalid value: \"1 entries\": spec.replicas is 3: give one Elastic IP per replica"},
-			condition: reasonAWSConfigInvalid,
+			condition: v1alpha1.ReasonAWSConfigInvalid,
 		},
 		"BadTag": {
 			reason:    "A tag without the tag: prefix is refused.",
 			spec:      "tags: [k8s]",
 			wantMsg:   []string{"spec.tags[0]", "must match"},
-			condition: reasonSpecInvalid,
+			condition: v1alpha1.ReasonSpecInvalid,
 		},
 		"UnknownField": {
 			reason:    "An unknown field is named.",
 			spec:      "replica: 3",
 			wantMsg:   []string{`unknown field "replica"`},
-			condition: reasonSpecInvalid,
+			condition: v1alpha1.ReasonSpecInvalid,
 		},
 		"WrongType": {
 			reason:    "A wrong type names the field and the type wanted.",
 			spec:      "replicas: three",
 			wantMsg:   []string{"spec.replicas: want an integer"},
-			condition: reasonSpecInvalid,
+			condition: v1alpha1.ReasonSpecInvalid,
 		},
 		"HugeReplicas": {
 			reason:    "Replicas past the cap are refused with the cap.",
 			spec:      "replicas: 5000",
 			wantMsg:   []string{"spec.replicas: Invalid value: 5000: must be between 0 and 100"},
-			condition: reasonSpecInvalid,
+			condition: v1alpha1.ReasonSpecInvalid,
 		},
 		"StaticEndpointHostname": {
 			reason:    "A hostname is not a static endpoint.",
 			spec:      "staticEndpoints: [relay.example.com:41641]",
 			wantMsg:   []string{"spec.staticEndpoints[0]", "must be ip:port"},
-			condition: reasonSpecInvalid,
+			condition: v1alpha1.ReasonSpecInvalid,
 		},
 		"ClusterXRWithoutClaim": {
 			reason: "A cluster XPeerRelay with no claim has no namespace to compose into.",
@@ -258,7 +259,7 @@ spec: {}`)},
 				t.Errorf("%s\ndesired state changed: -want +got:\n%s", tc.reason, diff)
 			}
 			if tc.condition != "" {
-				if len(rsp.GetConditions()) != 1 || rsp.GetConditions()[0].GetReason() != tc.condition {
+				if len(rsp.GetConditions()) != 1 || rsp.GetConditions()[0].GetReason() != string(tc.condition) {
 					t.Errorf("%s\nwant PeerRelayReady reason %s, got %v", tc.reason, tc.condition, rsp.GetConditions())
 				}
 			}

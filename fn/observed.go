@@ -36,17 +36,12 @@ func lastStatus(xr *resource.Composite) v1alpha1.PeerRelayStatus {
 	return st
 }
 
-// conditionResponsive is Crossplane's condition on an XR whose watch circuit
-// breaker is open: False while it drops the XR's watch events but one every
-// 30 s, for up to 5 minutes.
-const conditionResponsive xpv2.ConditionType = "Responsive"
-
 // unresponsive says whether Crossplane's watch circuit breaker is open on
 // the PeerRelay. A change made meanwhile (a scale, say) may be dropped, and
 // no later event may come to carry it: the function's TTL, Crossplane's
 // only requeue of an XR with realtime compositions, must then stay short.
 func unresponsive(xr *resource.Composite) bool {
-	return xr.Resource.GetCondition(conditionResponsive).Status == corev1.ConditionFalse
+	return xr.Resource.GetCondition(v1alpha1.ConditionResponsive).Status == corev1.ConditionFalse
 }
 
 func (o observedState) get(key string) (*composed.Unstructured, bool) {

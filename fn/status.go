@@ -19,29 +19,12 @@ import (
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
-// Condition type and reasons, the Tailscale operator's words.
-const (
-	conditionReady         = "PeerRelayReady"
-	reasonReady            = "PeerRelayReady"
-	reasonEndpointsPending = "EndpointsPending"
-	reasonPodsPending      = "PodsPending"
-	// The provider probes (its config's spec.probe) and some replica's
-	// endpoints did not answer.
-	reasonUnreachable      = "EndpointsUnreachable"
-	reasonAWSConfigInvalid = "AWSConfigInvalid"
-	reasonSpecInvalid      = "SpecInvalid"
-	// spec.tailnet names no ClusterProviderConfig the provider can use.
-	reasonTailnetUnavailable = "TailnetUnavailable"
-	// The RelayConfigs' DeviceCleanup, shown on the PeerRelay under the
-	// same name: whether devices leave the tailnet with their replicas.
-	conditionDeviceCleanup = string(relayv1alpha1.ConditionDeviceCleanup)
-)
-
 // summary is the XR status and the PeerRelayReady condition.
 type summary struct {
 	status        v1alpha1.PeerRelayStatus
 	replicas      []replicaObservation
-	reason, msg   string
+	reason        xpv2.ConditionReason
+	msg           string
 	ready         bool
 	withEndpoints int
 }
@@ -112,27 +95,27 @@ func summarise(r *relay, o observedState) summary {
 	switch {
 	case len(r.AWS.problems()) > 0:
 		// Nothing changes for these replicas until the spec is fixed.
-		s.reason = reasonAWSConfigInvalid
+		s.reason = v1alpha1.ReasonAWSConfigInvalid
 		s.msg = strings.Join(r.AWS.problems(), "; ") + " (fix spec.aws: these replicas keep what they had)"
 	case tailnet != "":
-		s.reason, s.msg = reasonTailnetUnavailable, tailnet
+		s.reason, s.msg = v1alpha1.ReasonTailnetUnavailable, tailnet
 	case keyReason != "":
 		s.reason, s.msg = keyReason, keyMsg
 	case s.withEndpoints < r.Replicas:
-		s.reason = reasonEndpointsPending
+		s.reason = v1alpha1.ReasonEndpointsPending
 		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", s.withEndpoints, r.Replicas)
 		if w := r.AWS.waits(); len(w) > 0 {
 			s.msg += "; " + strings.Join(w, "; ")
 		}
 	case podsReady < r.Replicas:
-		s.reason = reasonPodsPending
+		s.reason = v1alpha1.ReasonPodsPending
 		s.msg = fmt.Sprintf("%d of %d relay pods are ready", podsReady, r.Replicas)
 	case unreachable > 0:
-		s.reason = reasonUnreachable
+		s.reason = v1alpha1.ReasonEndpointsUnreachable
 		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", reachable, r.Replicas) + s.probed(corev1.ConditionFalse) + s.probed(corev1.ConditionUnknown)
 	default:
 		s.ready = true
-		s.reason = reasonReady
+		s.reason = v1alpha1.ReasonReady
 		s.msg = "all " + strconv.Itoa(r.Replicas) + " replicas are advertising their public endpoints"
 		if unproven > 0 {
 			s.msg += fmt.Sprintf("; the reachability probe could not tell for %d of them", unproven) + s.probed(corev1.ConditionUnknown)
@@ -211,7 +194,7 @@ func addresses(eps []v1alpha1.Endpoint) string {
 // replica cannot; reason is "" otherwise. The provider reports them only while a replica still
 // has to log in, and reads the key Secret itself: the function requires
 // no Secret, so Crossplane caches none for it.
-func (s summary) keyProblem() (reason, msg string) {
+func (s summary) keyProblem() (reason xpv2.ConditionReason, msg string) {
 	var msgs []string
 	replicas := map[string][]string{}
 	for i, ro := range s.replicas {
@@ -223,7 +206,7 @@ func (s summary) keyProblem() (reason, msg string) {
 		if ro.key.Status != corev1.ConditionFalse {
 			continue
 		}
-		reason = cmp.Or(reason, string(ro.key.Reason))
+		reason = cmp.Or(reason, ro.key.Reason)
 		if _, seen := replicas[ro.key.Message]; !seen {
 			msgs = append(msgs, ro.key.Message)
 		}

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
@@ -60,7 +62,7 @@ func TestRunFunctionStatus(t *testing.T) {
 			reason:   "A new PeerRelay waits for endpoints, and nothing is ready (its StatefulSets wait for the ServiceAccount).",
 			observed: map[string]string{},
 			want: want{
-				condition:     &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition:     &fnv1.Condition{Type: string(v1alpha1.ConditionPeerRelayReady), Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: string(v1alpha1.ReasonEndpointsPending), Message: ptr.To("0 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints:     []any{},
 				ready:         map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_FALSE, "relayconfig-0": fnv1.Ready_READY_FALSE},
 				readyReplicas: "0/2",
@@ -75,7 +77,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1), "serviceaccount": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: my-relay}",
 			},
 			want: want{
-				condition:     &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition:     &fnv1.Condition{Type: string(v1alpha1.ConditionPeerRelayReady), Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: string(v1alpha1.ReasonEndpointsPending), Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints:     []any{map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)}},
 				addresses:     "203.0.113.10",
 				ready:         map[string]fnv1.Ready{"service-0": fnv1.Ready_READY_TRUE, "service-1": fnv1.Ready_READY_FALSE, "statefulset-0": fnv1.Ready_READY_TRUE, "serviceaccount": fnv1.Ready_READY_TRUE},
@@ -91,7 +93,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(0),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonPodsPending, Message: ptr.To("1 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: string(v1alpha1.ConditionPeerRelayReady), Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: string(v1alpha1.ReasonPodsPending), Message: ptr.To("1 of 2 relay pods are ready"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "198.51.100.1", "port": float64(41641)},
 					map[string]any{"replica": float64(0), "address": "198.51.100.2", "port": float64(41641)},
@@ -111,7 +113,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: reasonReady, Message: ptr.To("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: string(v1alpha1.ConditionPeerRelayReady), Status: fnv1.Status_STATUS_CONDITION_TRUE, Reason: string(v1alpha1.ReasonReady), Message: ptr.To("all 2 replicas are advertising their public endpoints"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
@@ -130,7 +132,7 @@ func TestRunFunctionStatus(t *testing.T) {
 				"statefulset-0": sts(1), "statefulset-1": sts(1),
 			},
 			want: want{
-				condition: &fnv1.Condition{Type: conditionReady, Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: reasonEndpointsPending, Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
+				condition: &fnv1.Condition{Type: string(v1alpha1.ConditionPeerRelayReady), Status: fnv1.Status_STATUS_CONDITION_FALSE, Reason: string(v1alpha1.ReasonEndpointsPending), Message: ptr.To("1 of 2 replicas advertise a public address"), Target: fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum()},
 				endpoints: []any{
 					map[string]any{"replica": float64(0), "address": "203.0.113.10", "port": float64(41641)},
 					map[string]any{"replica": float64(1), "address": "203.0.113.11", "port": float64(41641)},
@@ -238,7 +240,7 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 		tailnet     string
 		replicas    int // 1 when 0
 		observed    map[string]string
-		wantReason  string
+		wantReason  xpv2.ConditionReason
 		wantMsg     string
 		wantCleanup string // DeviceCleanup's status, "" for no condition
 		// wantReachable is status.reachableReplicas, "" when not probed.
@@ -247,20 +249,20 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 		"Reachable": {
 			reason:        "With the probe on, a replica whose endpoints answered is ready, and REACHABLE counts it.",
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod},
-			wantReason:    reasonReady,
+			wantReason:    v1alpha1.ReasonReady,
 			wantReachable: "1/1",
 		},
 		"PartlyReachable": {
 			reason:        "A replica with one silent endpoint of two is still reachable: clients use the one that answers.",
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", partly), "statefulset-0": pod},
-			wantReason:    reasonReady,
+			wantReason:    v1alpha1.ReasonReady,
 			wantReachable: "1/1",
 		},
 		"Unreachable": {
 			reason:        "A replica whose endpoints did not answer keeps the PeerRelay not ready, naming it and the provider's reason, while the other is reachable.",
 			replicas:      2,
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip", noAnswer), "statefulset-1": pod},
-			wantReason:    reasonUnreachable,
+			wantReason:    v1alpha1.ReasonEndpointsUnreachable,
 			wantMsg:       "1 of 2 replicas answered the provider's reachability probe; replica 1: NoAnswer: no advertised endpoint answered: 198.51.100.1:41641",
 			wantReachable: "1/2",
 		},
@@ -268,88 +270,88 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			reason:        "Just after the probe is turned on, a replica the provider has not probed yet has no condition: it does not make the PeerRelay unready, though REACHABLE counts only what answered.",
 			replicas:      2,
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", answered), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip"), "statefulset-1": pod},
-			wantReason:    reasonReady,
+			wantReason:    v1alpha1.ReasonReady,
 			wantReachable: "1/2",
 		},
 		"ProbeFailed": {
 			reason:        "A probe that cannot run proves nothing either way: the replica stays ready, the message says the probe could not tell, in the provider's words, and REACHABLE does not count it.",
 			observed:      map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", probeFails), "statefulset-0": pod},
-			wantReason:    reasonReady,
+			wantReason:    v1alpha1.ReasonReady,
 			wantMsg:       "; the reachability probe could not tell for 1 of them; replica 0: ProbeFailed: the prober cannot join the tailnet",
 			wantReachable: "0/1",
 		},
 		"StaticOnly": {
 			reason:     "Static endpoints alone count, as in the Tailscale operator: a relay behind a port forward has no load balancer of its own.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("static"), "statefulset-0": pod},
-			wantReason: reasonReady,
+			wantReason: v1alpha1.ReasonReady,
 		},
 		"StaticOnlyNotYetWritten": {
 			reason:     "Static endpoints the provider has not yet written into the config do not count.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": "apiVersion: relay.peerrelay.io/v1alpha1\nkind: RelayConfig\nmetadata: {name: x}\nstatus:\n  conditions:\n  - {type: Ready, status: \"False\", reason: Unavailable, lastTransitionTime: \"2026-01-01T00:00:00Z\"}", "statefulset-0": pod},
-			wantReason: reasonEndpointsPending,
+			wantReason: v1alpha1.ReasonEndpointsPending,
 			wantMsg:    "0 of 1 replicas advertise a public address",
 		},
 		"LoadBalancer": {
 			reason:     "With the load balancer's address the replica is ready; devices leave the tailnet with their replicas, which needs no condition.",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", cleanup), "statefulset-0": pod},
-			wantReason: reasonReady,
+			wantReason: v1alpha1.ReasonReady,
 		},
 		"NodeInternalIP": {
 			reason:     "A replica advertised on its node's InternalIP is ready, and the message says peers reach it only where that network is routed.",
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("node-internal-ip", cleanup), "statefulset-0": pod},
-			wantReason: reasonReady,
+			wantReason: v1alpha1.ReasonReady,
 			wantMsg:    "replica 0 advertises its node's InternalIP (the node has no ExternalIP)",
 		},
 		"NodesInternalIP": {
 			reason:     "Of two replicas on their nodes' InternalIPs, the message names both, in the plural.",
 			replicas:   2,
 			observed:   map[string]string{"service-0": noIngress, "relayconfig-0": rc("node-internal-ip", cleanup), "statefulset-0": pod, "service-1": noIngress, "relayconfig-1": rc("node-internal-ip", cleanup), "statefulset-1": pod},
-			wantReason: reasonReady,
+			wantReason: v1alpha1.ReasonReady,
 			wantMsg:    "replicas 0, 1 advertise their nodes' InternalIPs (the nodes have no ExternalIP)",
 		},
 		"TailnetUnavailable": {
 			reason:     "A spec.tailnet whose ClusterProviderConfig the provider cannot read is TailnetUnavailable, with the provider's words.",
 			tailnet:    "tailnet-b",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: ProviderConfigUnreadable, message: "cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
-			wantReason: reasonTailnetUnavailable,
+			wantReason: v1alpha1.ReasonTailnetUnavailable,
 			wantMsg:    `spec.tailnet "tailnet-b": cannot get ClusterProviderConfig tailnet-b`,
 		},
 		"TailnetUnavailableWhateverTheWords": {
 			reason:     "The condition decides, not its message: a provider that words it differently is understood the same.",
 			tailnet:    "tailnet-b",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: ProviderConfigUnreadable, message: "forbidden", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
-			wantReason: reasonTailnetUnavailable,
+			wantReason: v1alpha1.ReasonTailnetUnavailable,
 			wantMsg:    `spec.tailnet "tailnet-b": forbidden`,
 		},
 		"PolicyDenied": {
 			reason:     "A provider config whose policy leaves the namespace out is TailnetUnavailable, with the policy named, whether or not spec.tailnet is set.",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("", `{type: ProviderConfigUsable, status: "False", reason: PolicyDenied, message: "ClusterProviderConfig default may not be used from namespace team-a: its spec.policy.namespaces allows [team-b]", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
-			wantReason: reasonTailnetUnavailable,
+			wantReason: v1alpha1.ReasonTailnetUnavailable,
 			wantMsg:    "ClusterProviderConfig default may not be used from namespace team-a: its spec.policy.namespaces allows [team-b] (ask the platform team",
 		},
 		"SyncedFalseIsNotTailnet": {
 			reason:     "A Synced=False that names the ClusterProviderConfig is no longer read: only ProviderConfigUsable says the tailnet is unusable.",
 			tailnet:    "tailnet-b",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", `{type: Synced, status: "False", reason: ReconcileError, message: "connect failed: cannot get ClusterProviderConfig tailnet-b named by spec.providerConfigRef: not found", lastTransitionTime: "2026-01-01T00:00:00Z"}`), "statefulset-0": pod},
-			wantReason: reasonReady,
+			wantReason: v1alpha1.ReasonReady,
 		},
 		"AuthKeySecretMissing": {
 			reason:     "A key Secret the provider cannot find is AuthKeySecretMissing, once for every replica with the same message.",
 			replicas:   2,
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", keyMissing), "statefulset-0": pod, "service-1": svc, "relayconfig-1": rc("ingress-ip", keyMissing), "statefulset-1": pod},
-			wantReason: string(relayv1alpha1.ReasonKeySecretMissing),
+			wantReason: relayv1alpha1.ReasonKeySecretMissing,
 			wantMsg:    "replicas 0, 1: Secret ts-auth named by spec.authKeySecretRef does not exist",
 		},
 		"MintBudgetSpent": {
 			reason:     "A replica whose key waits on a spent mint budget names the budget on the PeerRelay.",
 			observed:   map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", budget), "statefulset-0": pod},
-			wantReason: string(relayv1alpha1.ReasonMintBudgetSpent),
+			wantReason: relayv1alpha1.ReasonMintBudgetSpent,
 			wantMsg:    "replica 0: namespace team-a has spent its budget of minted keys",
 		},
 		"NoAuthKey": {
 			reason:      "A replica with no key and no way to mint one says so on the PeerRelay, and that its device would stay in the tailnet.",
 			observed:    map[string]string{"service-0": svc, "relayconfig-0": rc("ingress-ip", noKey, noCleanup), "statefulset-0": pod},
-			wantReason:  string(relayv1alpha1.ReasonKeyUnavailable),
+			wantReason:  relayv1alpha1.ReasonKeyUnavailable,
 			wantMsg:     "replica 0: no auth key: set it",
 			wantCleanup: "STATUS_CONDITION_FALSE",
 		},
@@ -369,7 +371,7 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 			for _, c := range rsp.GetConditions() {
 				conds[c.GetType()] = c
 			}
-			if c := conds[conditionReady]; c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.wantMsg) {
+			if c := conds[string(v1alpha1.ConditionPeerRelayReady)]; c.GetReason() != string(tc.wantReason) || !strings.Contains(c.GetMessage(), tc.wantMsg) {
 				t.Errorf("%s\nPeerRelayReady: %s %q, want %s %q", tc.reason, c.GetReason(), c.GetMessage(), tc.wantReason, tc.wantMsg)
 			}
 			got, _ := valueAt(t, rsp.GetDesired().GetComposite().GetResource(), "status", "reachableReplicas").(string)
@@ -377,7 +379,7 @@ func TestRunFunctionRelayConfigConditions(t *testing.T) {
 				t.Errorf("%s\nstatus.reachableReplicas (the REACHABLE column): %q, want %q", tc.reason, got, tc.wantReachable)
 			}
 			cleanup := ""
-			if c := conds[conditionDeviceCleanup]; c != nil {
+			if c := conds[string(v1alpha1.ConditionDeviceCleanup)]; c != nil {
 				cleanup = c.GetStatus().String()
 			}
 			if cleanup != tc.wantCleanup {

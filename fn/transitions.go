@@ -12,22 +12,12 @@ import (
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
-// Event reasons of a replica's transitions, readable in `kubectl describe
-// peerrelay`.
-const (
-	reasonLoadBalancerAddressed = "LoadBalancerAddressed"
-	reasonEndpointsChanged      = "EndpointsChanged"
-	reasonReplicaReady          = "ReplicaReady"
-	reasonReplicaNotReady       = "ReplicaNotReady"
-	reasonReplicaReachable      = "ReplicaReachable"
-	reasonReplicaUnreachable    = "ReplicaUnreachable"
-)
-
 // transition is one replica's change between the status the PeerRelay
 // carries and the one this call writes.
 type transition struct {
-	warning         bool
-	reason, message string
+	warning bool
+	reason  v1alpha1.EventReason
+	message string
 }
 
 // transitions compares each replica's status with the last one, by index:
@@ -43,22 +33,22 @@ func transitions(last, now []v1alpha1.ReplicaStatus) []transition {
 			was = last[i]
 		}
 		if r.LoadBalancerReady && !was.LoadBalancerReady {
-			out = append(out, transition{reason: reasonLoadBalancerAddressed, message: fmt.Sprintf("replica %d: its load balancer has an address", r.Index)})
+			out = append(out, transition{reason: v1alpha1.EventLoadBalancerAddressed, message: fmt.Sprintf("replica %d: its load balancer has an address", r.Index)})
 		}
 		if len(r.Endpoints) > 0 && !slices.Equal(r.Endpoints, was.Endpoints) {
-			out = append(out, transition{reason: reasonEndpointsChanged, message: fmt.Sprintf("replica %d's public endpoints are now %s", r.Index, strings.Join(r.Endpoints, ", "))})
+			out = append(out, transition{reason: v1alpha1.EventEndpointsChanged, message: fmt.Sprintf("replica %d's public endpoints are now %s", r.Index, strings.Join(r.Endpoints, ", "))})
 		}
 		switch {
 		case r.Reachable == corev1.ConditionTrue && was.Reachable != corev1.ConditionTrue:
-			out = append(out, transition{reason: reasonReplicaReachable, message: fmt.Sprintf("replica %d (%s): its endpoints answered the reachability probe", r.Index, r.Hostname)})
+			out = append(out, transition{reason: v1alpha1.EventReplicaReachable, message: fmt.Sprintf("replica %d (%s): its endpoints answered the reachability probe", r.Index, r.Hostname)})
 		case r.Reachable == corev1.ConditionFalse && was.Reachable != corev1.ConditionFalse:
-			out = append(out, transition{warning: true, reason: reasonReplicaUnreachable, message: fmt.Sprintf("replica %d (%s): its endpoints did not answer the reachability probe", r.Index, r.Hostname)})
+			out = append(out, transition{warning: true, reason: v1alpha1.EventReplicaUnreachable, message: fmt.Sprintf("replica %d (%s): its endpoints did not answer the reachability probe", r.Index, r.Hostname)})
 		}
 		switch {
 		case r.Ready && !was.Ready:
-			out = append(out, transition{reason: reasonReplicaReady, message: fmt.Sprintf("replica %d (%s) is ready", r.Index, r.Hostname)})
+			out = append(out, transition{reason: v1alpha1.EventReplicaReady, message: fmt.Sprintf("replica %d (%s) is ready", r.Index, r.Hostname)})
 		case !r.Ready && was.Ready:
-			out = append(out, transition{warning: true, reason: reasonReplicaNotReady, message: fmt.Sprintf("replica %d (%s) is no longer ready: %s", r.Index, r.Hostname, r.Reason)})
+			out = append(out, transition{warning: true, reason: v1alpha1.EventReplicaNotReady, message: fmt.Sprintf("replica %d (%s) is no longer ready: %s", r.Index, r.Hostname, r.Reason)})
 		}
 	}
 	return out
@@ -74,6 +64,6 @@ func reportTransitions(rsp *fnv1.RunFunctionResponse, ts []transition) {
 		} else {
 			o = response.Normal(rsp, t.message)
 		}
-		o.WithReason(t.reason).TargetCompositeAndClaim()
+		o.WithReason(string(t.reason)).TargetCompositeAndClaim()
 	}
 }

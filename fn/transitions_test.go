@@ -34,35 +34,35 @@ func TestTransitions(t *testing.T) {
 			reason: "A replica that became ready says each step once: address, endpoints, ready.",
 			last:   []v1alpha1.ReplicaStatus{waiting}, now: []v1alpha1.ReplicaStatus{ready},
 			want: []transition{
-				{reason: reasonLoadBalancerAddressed, message: "replica 0: its load balancer has an address"},
-				{reason: reasonEndpointsChanged, message: "replica 0's public endpoints are now 203.0.113.10:41641"},
-				{reason: reasonReplicaReady, message: "replica 0 (r-0) is ready"},
+				{reason: v1alpha1.EventLoadBalancerAddressed, message: "replica 0: its load balancer has an address"},
+				{reason: v1alpha1.EventEndpointsChanged, message: "replica 0's public endpoints are now 203.0.113.10:41641"},
+				{reason: v1alpha1.EventReplicaReady, message: "replica 0 (r-0) is ready"},
 			},
 		},
 		"NewAddress": {
 			reason: "A new load balancer address is advertised: one event naming it.",
 			last:   []v1alpha1.ReplicaStatus{ready}, now: []v1alpha1.ReplicaStatus{moved},
-			want: []transition{{reason: reasonEndpointsChanged, message: "replica 0's public endpoints are now 203.0.113.20:41641"}},
+			want: []transition{{reason: v1alpha1.EventEndpointsChanged, message: "replica 0's public endpoints are now 203.0.113.20:41641"}},
 		},
 		"NotReady": {
 			reason: "A replica that stops being ready is a Warning saying what it waits for.",
 			last:   []v1alpha1.ReplicaStatus{ready}, now: []v1alpha1.ReplicaStatus{podDown},
-			want: []transition{{warning: true, reason: reasonReplicaNotReady, message: "replica 0 (r-0) is no longer ready: waiting for its pod to be ready"}},
+			want: []transition{{warning: true, reason: v1alpha1.EventReplicaNotReady, message: "replica 0 (r-0) is no longer ready: waiting for its pod to be ready"}},
 		},
 		"Unreachable": {
 			reason: "A replica whose endpoints stop answering the probe is a Warning, and no longer ready.",
 			last:   []v1alpha1.ReplicaStatus{reachable}, now: []v1alpha1.ReplicaStatus{unreachable},
 			want: []transition{
-				{warning: true, reason: reasonReplicaUnreachable, message: "replica 0 (r-0): its endpoints did not answer the reachability probe"},
-				{warning: true, reason: reasonReplicaNotReady, message: "replica 0 (r-0) is no longer ready: NoAnswer: no advertised endpoint answered"},
+				{warning: true, reason: v1alpha1.EventReplicaUnreachable, message: "replica 0 (r-0): its endpoints did not answer the reachability probe"},
+				{warning: true, reason: v1alpha1.EventReplicaNotReady, message: "replica 0 (r-0) is no longer ready: NoAnswer: no advertised endpoint answered"},
 			},
 		},
 		"ReachableAgain": {
 			reason: "Answering again says so once, and ready again.",
 			last:   []v1alpha1.ReplicaStatus{unreachable}, now: []v1alpha1.ReplicaStatus{reachable},
 			want: []transition{
-				{reason: reasonReplicaReachable, message: "replica 0 (r-0): its endpoints answered the reachability probe"},
-				{reason: reasonReplicaReady, message: "replica 0 (r-0) is ready"},
+				{reason: v1alpha1.EventReplicaReachable, message: "replica 0 (r-0): its endpoints answered the reachability probe"},
+				{reason: v1alpha1.EventReplicaReady, message: "replica 0 (r-0) is ready"},
 			},
 		},
 	}

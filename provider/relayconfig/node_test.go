@@ -22,7 +22,7 @@ import (
 func TestNodeEndpoints(t *testing.T) {
 	type want struct {
 		endpoints []string
-		source    string
+		source    v1alpha1.EndpointSource
 		err       string
 	}
 	addrs := func(a ...corev1.NodeAddress) []corev1.NodeAddress { return a }

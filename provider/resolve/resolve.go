@@ -46,8 +46,8 @@ type Resolver struct {
 type Result struct {
 	// Endpoints, sorted and unique, static ones included.
 	Endpoints []netip.AddrPort
-	// Source of the resolved part (see v1alpha1.Source*).
-	Source string
+	// Source of the resolved part.
+	Source v1alpha1.EndpointSource
 	// Hostname of the ingress, when it had one.
 	Hostname string
 }

@@ -50,7 +50,7 @@ func TestResolve(t *testing.T) {
 
 	type want struct {
 		endpoints []string
-		source    string
+		source    v1alpha1.EndpointSource
 		err       string
 	}
 	cases := map[string]struct {

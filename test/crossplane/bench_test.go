@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // The benchmarks below measure what a user waits for, through the system
@@ -99,7 +101,7 @@ func BenchmarkApplyToReady(b *testing.B) {
 		i++
 		start := time.Now()
 		s.applyPeerRelay(b, ns, name, fmt.Sprintf("replicas: %d\nauthKeySecretRef: {name: tailscale-auth}", replicas))
-		ready, err := f.trueAt([]string{"peerrelays/" + name}, "PeerRelayReady", 3*time.Minute)
+		ready, err := f.trueAt([]string{"peerrelays/" + name}, v1alpha1.ConditionPeerRelayReady, 3*time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}

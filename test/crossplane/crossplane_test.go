@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 	"github.com/peerrelay/peerrelay/test/harness/kubelet"
@@ -269,7 +271,7 @@ func (s *system) waitReady(ctx context.Context, t testing.TB, ns, name string, t
 		if pr, err = s.Get(ctx, v2API, "PeerRelay", ns, name); err != nil {
 			return err
 		}
-		for _, c := range []string{"PeerRelayReady", "Ready", "Synced"} {
+		for _, c := range []xpv2.ConditionType{v1alpha1.ConditionPeerRelayReady, xpv2.TypeReady, xpv2.TypeSynced} {
 			if st, msg := condition(pr, c); st != "True" {
 				return fmt.Errorf("%s is %q: %s", c, st, msg)
 			}
@@ -279,11 +281,11 @@ func (s *system) waitReady(ctx context.Context, t testing.TB, ns, name string, t
 	return pr
 }
 
-func condition(u *unstructured.Unstructured, typ string) (status, message string) {
+func condition(u *unstructured.Unstructured, typ xpv2.ConditionType) (status, message string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] == typ {
+		if m["type"] == string(typ) {
 			st, _ := m["status"].(string)
 			msg, _ := m["message"].(string)
 			reason, _ := m["reason"].(string)
@@ -345,7 +347,7 @@ func (s *system) scale(ctx context.Context, t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, fmt.Sprintf("all %d replicas", n)) {
+			if st, msg := condition(pr, v1alpha1.ConditionPeerRelayReady); st != "True" || !strings.Contains(msg, fmt.Sprintf("all %d replicas", n)) {
 				return fmt.Errorf("PeerRelayReady %s: %s", st, msg)
 			}
 			if got, _, _ := unstructured.NestedString(pr.Object, "status", "readyReplicas"); got != fmt.Sprintf("%d/%d", n, n) {
@@ -542,8 +544,8 @@ func (s *system) badSpec(ctx context.Context, t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st, msg := condition(c, "PeerRelayReady")
-		if st != "False" || !strings.HasPrefix(msg, "SpecInvalid: ") || !strings.Contains(msg, "spec.staticEndpoints[0]") {
+		st, msg := condition(c, v1alpha1.ConditionPeerRelayReady)
+		if st != "False" || !strings.HasPrefix(msg, string(v1alpha1.ReasonSpecInvalid)+": ") || !strings.Contains(msg, "spec.staticEndpoints[0]") {
 			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
 		}
 		return nil

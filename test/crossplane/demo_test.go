@@ -10,6 +10,7 @@ import (
 
 	"tailscale.com/net/udprelay/status"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
@@ -56,7 +57,7 @@ func TestDemo(t *testing.T) {
 
 	say("\n$ kubectl -n team-a get peerrelay my-relay   (every second, until PeerRelayReady)")
 	s.watchTable(t, say, applied, 5*time.Minute, "PeerRelayReady", func(table string, _ []string) bool {
-		return strings.Contains(table, " PeerRelayReady ") && strings.Contains(table, "True     True")
+		return strings.Contains(table, " "+string(v1alpha1.ReasonReady)+" ") && strings.Contains(table, "True     True")
 	})
 	ready := time.Since(applied)
 	say("\nkubectl apply → PeerRelayReady: %v", ready.Round(100*time.Millisecond))
@@ -123,7 +124,7 @@ func (s *system) watchTable(t *testing.T, say func(string, ...any), start time.T
 			return nil
 		}
 		if pr, err := s.Get(ctx, v2API, "PeerRelay", "team-a", "my-relay"); err == nil {
-			if _, msg := condition(pr, "PeerRelayReady"); msg != lastMsg && msg != "no condition" {
+			if _, msg := condition(pr, v1alpha1.ConditionPeerRelayReady); msg != lastMsg && msg != "no condition" {
 				say("        PeerRelayReady %s", msg)
 				lastMsg = msg
 			}

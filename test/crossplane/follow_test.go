@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -101,7 +102,7 @@ func (f *follower) first(key string, timeout time.Duration, ok func(*unstructure
 
 // trueAt returns when the first version of each of keys with condition
 // typ True arrived, and the latest of those times.
-func (f *follower) trueAt(keys []string, typ string, timeout time.Duration) (time.Time, error) {
+func (f *follower) trueAt(keys []string, typ xpv2.ConditionType, timeout time.Duration) (time.Time, error) {
 	var last time.Time
 	for _, k := range keys {
 		at, err := f.first(k, timeout, func(u *unstructured.Unstructured) bool {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
@@ -220,7 +221,7 @@ func (s *system) saysInternal(ctx context.Context, t *testing.T, ns, name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, msg := condition(pr, "PeerRelayReady"); st != "True" || !strings.Contains(msg, "advertises its node's InternalIP") {
+	if st, msg := condition(pr, v1alpha1.ConditionPeerRelayReady); st != "True" || !strings.Contains(msg, "advertises its node's InternalIP") {
 		t.Errorf("PeerRelayReady %s: %s; want it to say the node's InternalIP is advertised", st, msg)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
 // BenchmarkSideBySide: our packages through real Crossplane and the
@@ -124,7 +126,7 @@ func BenchmarkSideBySide(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ready, err := x.relays.trueAt([]string{"peerrelays/" + name}, "PeerRelayReady", 3*time.Minute)
+					ready, err := x.relays.trueAt([]string{"peerrelays/" + name}, v1alpha1.ConditionPeerRelayReady, 3*time.Minute)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -278,7 +280,7 @@ func (x *sideSystem) ready(relay string, replicas int, timeout time.Duration) er
 	if _, err := x.configured(relay, replicas, timeout); err != nil {
 		return err
 	}
-	_, err := x.relays.trueAt([]string{"peerrelays/" + relay}, "PeerRelayReady", timeout)
+	_, err := x.relays.trueAt([]string{"peerrelays/" + relay}, v1alpha1.ConditionPeerRelayReady, timeout)
 	return err
 }
 

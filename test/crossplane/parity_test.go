@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
@@ -29,11 +31,11 @@ func (s *system) minimalNoKey(ctx context.Context, t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st, msg := condition(u, "PeerRelayReady")
-		if st != "False" || !strings.HasPrefix(msg, "NoAuthKey: ") || !strings.Contains(msg, "authKeySecretRef") || !strings.Contains(msg, "spec.tailscale") {
+		st, msg := condition(u, v1alpha1.ConditionPeerRelayReady)
+		if st != "False" || !strings.HasPrefix(msg, string(relayv1alpha1.ReasonKeyUnavailable)+": ") || !strings.Contains(msg, "authKeySecretRef") || !strings.Contains(msg, "spec.tailscale") {
 			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
 		}
-		if st, msg := condition(u, "DeviceCleanup"); st != "False" || !strings.HasPrefix(msg, "NoAPIAccess: ") {
+		if st, msg := condition(u, v1alpha1.ConditionDeviceCleanup); st != "False" || !strings.HasPrefix(msg, string(relayv1alpha1.ReasonNoAPIAccess)+": ") {
 			return fmt.Errorf("DeviceCleanup %q %q", st, msg)
 		}
 		return nil
@@ -57,8 +59,8 @@ func (s *system) tailnetUnavailable(ctx context.Context, t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st, msg := condition(u, "PeerRelayReady")
-		if st != "False" || !strings.HasPrefix(msg, "TailnetUnavailable: ") || !strings.Contains(msg, `ClusterProviderConfig `+tailnet) {
+		st, msg := condition(u, v1alpha1.ConditionPeerRelayReady)
+		if st != "False" || !strings.HasPrefix(msg, string(v1alpha1.ReasonTailnetUnavailable)+": ") || !strings.Contains(msg, `ClusterProviderConfig `+tailnet) {
 			return fmt.Errorf("PeerRelayReady %q %q", st, msg)
 		}
 		return nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
 	cloudharness "github.com/peerrelay/peerrelay/test/harness/cloud"
@@ -53,8 +54,8 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st, msg := condition(pr, "PeerRelayReady")
-		if st != "False" || !strings.HasPrefix(msg, "EndpointsUnreachable: ") || !strings.Contains(msg, "replica 1: NoAnswer") || !strings.Contains(msg, "198.51.100.41:41641") {
+		st, msg := condition(pr, v1alpha1.ConditionPeerRelayReady)
+		if st != "False" || !strings.HasPrefix(msg, string(v1alpha1.ReasonEndpointsUnreachable)+": ") || !strings.Contains(msg, "replica 1: NoAnswer") || !strings.Contains(msg, "198.51.100.41:41641") {
 			return fmt.Errorf("PeerRelayReady %s %q", st, msg)
 		}
 		return nil
@@ -184,7 +185,7 @@ func (s *system) waitReachable(ctx context.Context, t *testing.T, ns, name, colu
 			each = append(each, v)
 		}
 		if got != column || fmt.Sprint(each) != fmt.Sprint(replicas) {
-			_, msg := condition(pr, "PeerRelayReady")
+			_, msg := condition(pr, v1alpha1.ConditionPeerRelayReady)
 			if msg != seen {
 				// What the wait went through, for a slow or failed run.
 				t.Logf("REACHABLE %q, replicas %v; PeerRelayReady %s", got, each, msg)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
@@ -72,7 +73,7 @@ func scaleRun(b *testing.B, n int, steady time.Duration) {
 	for i := range n {
 		relays[i] = fmt.Sprintf("peerrelays/relay-%d", i)
 	}
-	last, err := f.trueAt(relays, "PeerRelayReady", 30*time.Minute)
+	last, err := f.trueAt(relays, v1alpha1.ConditionPeerRelayReady, 30*time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
+	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
@@ -57,10 +60,10 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 
 	// Another team's tailnet.
 	s.applyPeerRelay(t, evilNamespace, "borrow", "replicas: 1\ntailnet: "+victimTailnet)
-	s.waitRefused(ctx, t, "borrow", "TailnetUnavailable", "may not be used from namespace team-evil")
+	s.waitRefused(ctx, t, "borrow", v1alpha1.ReasonTailnetUnavailable, "may not be used from namespace team-evil")
 	// Tags its tailnet does not give it.
 	s.applyPeerRelay(t, evilNamespace, "admin", "replicas: 1\ntailnet: "+ownTailnet+"\ntags: [\"tag:admin\"]")
-	s.waitRefused(ctx, t, "admin", "NoAuthKey", "[tag:admin] are not allowed by the provider config's spec.policy.tags")
+	s.waitRefused(ctx, t, "admin", relayv1alpha1.ReasonKeyUnavailable, "[tag:admin] are not allowed by the provider config's spec.policy.tags")
 	// A config Secret's name, taken before the PeerRelay composes it.
 	squat := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: evilNamespace, Name: "squat-0-config"}, StringData: map[string]string{"cfg": "mine"}}
 	if err := s.Admin.Create(ctx, squat); err != nil {
@@ -255,14 +258,14 @@ func (s *system) applyJSON(t testing.TB, objs ...string) {
 
 // waitRefused waits until the tenant's PeerRelay name says reason, with
 // msg in its message, and checks nothing was minted for it.
-func (s *system) waitRefused(ctx context.Context, t *testing.T, name, reason, msg string) {
+func (s *system) waitRefused(ctx context.Context, t *testing.T, name string, reason xpv2.ConditionReason, msg string) {
 	t.Helper()
 	harness.Eventually(t, 90*time.Second, "PeerRelay "+name+" refused", func(ctx context.Context) error {
 		pr, err := s.Get(ctx, v2API, "PeerRelay", evilNamespace, name)
 		if err != nil {
 			return err
 		}
-		if st, m := condition(pr, "PeerRelayReady"); st != "False" || !strings.HasPrefix(m, reason+": ") || !strings.Contains(m, msg) {
+		if st, m := condition(pr, v1alpha1.ConditionPeerRelayReady); st != "False" || !strings.HasPrefix(m, string(reason)+": ") || !strings.Contains(m, msg) {
 			return fmt.Errorf("PeerRelayReady %s: %s", st, m)
 		}
 		return nil

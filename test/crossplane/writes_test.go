@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 )
@@ -140,7 +141,7 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 		}
 		w.events[u.GetNamespace()+"/"+xr+" "+resource]++
 	}
-	if st, msg := condition(u, "Responsive"); st == "False" {
+	if st, msg := condition(u, v1alpha1.ConditionResponsive); st == "False" {
 		if w.unresponsive == nil {
 			w.unresponsive = map[string]string{}
 		}

@@ -41,16 +41,20 @@ const DefaultAuthKeyMountPath = "/etc/tailscale/authkey"
 // <RelayConfig name><suffix>.
 const MintedAuthKeySuffix = "-authkey"
 
-// Endpoint sources, as reported in status.atProvider.source.
+// EndpointSource says where a replica's resolved endpoints came from, as
+// reported in status.atProvider.source.
+type EndpointSource string
+
+// Endpoint sources.
 const (
-	SourceIngressIP = "ingress-ip"
-	SourceDNS       = "dns"
-	SourceAWSAPI    = "aws-api"
-	SourceStatic    = "static"
+	SourceIngressIP EndpointSource = "ingress-ip"
+	SourceDNS       EndpointSource = "dns"
+	SourceAWSAPI    EndpointSource = "aws-api"
+	SourceStatic    EndpointSource = "static"
 	// The node the replica's pod runs on, by its ExternalIP addresses, or
 	// its InternalIP ones when it has none (spec.forProvider.node).
-	SourceNodeExternalIP = "node-external-ip"
-	SourceNodeInternalIP = "node-internal-ip"
+	SourceNodeExternalIP EndpointSource = "node-external-ip"
+	SourceNodeInternalIP EndpointSource = "node-internal-ip"
 )
 
 // AWS tags that say which namespace an Elastic IP or load balancer is for.
@@ -279,7 +283,7 @@ type RelayConfigObservation struct {
 	// Endpoints advertised, ip:port, sorted.
 	Endpoints []string `json:"endpoints,omitempty"`
 	// Source of the resolved endpoints.
-	Source string `json:"source,omitempty"`
+	Source EndpointSource `json:"source,omitempty"`
 	// Hostname from the Service's ingress, when it had one.
 	Hostname string `json:"hostname,omitempty"`
 	// ConfigHash is the sha256 of the written config file.
