@@ -283,6 +283,10 @@ func (p *Prober) knock(ctx context.Context, alloc *disco.AllocateUDPRelayEndpoin
 		return fmt.Errorf("prober: %w", err)
 	}
 	defer func() { _ = conn.Close() }()
+	// A cancelled ctx ends the read waiting for an answer at once, not at
+	// its read deadline up to a second later.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer stop()
 	gen := generation()
 	bind := &disco.BindUDPRelayEndpoint{BindUDPRelayEndpointCommon: disco.BindUDPRelayEndpointCommon{VNI: alloc.VNI, Generation: gen, RemoteKey: remote}}
 	pkt := make([]byte, packet.GeneveFixedHeaderLength)
@@ -303,7 +307,9 @@ func (p *Prober) knock(ctx context.Context, alloc *disco.AllocateUDPRelayEndpoin
 			deadline = d
 		}
 		_ = conn.SetReadDeadline(deadline)
-		for {
+		// Checked after the deadline is set: cancelled before, the
+		// AfterFunc's deadline may have been overwritten.
+		for ctx.Err() == nil {
 			n, from, err := conn.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				break // read deadline: send again

@@ -283,3 +283,18 @@ func TestKnock(t *testing.T) {
 		})
 	}
 }
+
+// TestKnockCancelled: a probe cancelled without a deadline (a stopping
+// provider) ends when cancelled, not at the end of a second-long read.
+func TestKnockCancelled(t *testing.T) {
+	server, remote := key.NewDisco(), key.NewDisco().Public()
+	alloc := &disco.AllocateUDPRelayEndpointResponse{UDPRelayEndpoint: disco.UDPRelayEndpoint{ServerDisco: server.Public(), VNI: 7}}
+	addr := relayServer(t, server, alloc.VNI, remote, "silent")
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	err := prober().knock(ctx, alloc, remote, addr)
+	if took := time.Since(start); !errors.Is(err, ErrNoAnswer) || took > 300*time.Millisecond {
+		t.Errorf("a probe cancelled after 100ms (no deadline) returned %v after %v, want %v promptly", err, took, ErrNoAnswer)
+	}
+}
