@@ -384,18 +384,24 @@ func (p *Prober) receive(c *derphttp.Client) {
 		if !ok {
 			continue
 		}
-		resp := p.openAllocation(pkt.Source, pkt.Data)
-		if resp == nil {
-			continue
-		}
-		p.mu.Lock()
-		w := p.waiters[resp.Generation]
-		p.mu.Unlock()
-		if w != nil {
-			select {
-			case w <- resp:
-			default:
-			}
+		p.deliver(pkt.Source, pkt.Data)
+	}
+}
+
+// deliver hands an allocation answer from a peer to the probe waiting for
+// its generation.
+func (p *Prober) deliver(from key.NodePublic, b []byte) {
+	resp := p.openAllocation(from, b)
+	if resp == nil {
+		return
+	}
+	p.mu.Lock()
+	w := p.waiters[resp.Generation]
+	p.mu.Unlock()
+	if w != nil {
+		select {
+		case w <- resp:
+		default:
 		}
 	}
 }

@@ -298,3 +298,31 @@ func TestKnockCancelled(t *testing.T) {
 		t.Errorf("a probe cancelled after 100ms (no deadline) returned %v after %v, want %v promptly", err, took, ErrNoAnswer)
 	}
 }
+
+func TestDeliver(t *testing.T) {
+	relay, stranger := newDevice("relay"), newDevice("stranger")
+	const gen = 42
+	cases := map[string]struct {
+		reason string
+		from   device
+		gen    uint32
+		want   bool
+	}{
+		"Asked":      {reason: "The relay's answer reaches the probe waiting for its generation.", from: relay, gen: gen, want: true},
+		"Generation": {reason: "An answer for a generation nobody waits for is dropped.", from: relay, gen: gen + 1},
+		"Stranger":   {reason: "An answer from a node not in the netmap is dropped.", from: stranger, gen: gen},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := prober(relay)
+			w := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
+			p.waiters[gen] = w
+			answer := &disco.AllocateUDPRelayEndpointResponse{Generation: tc.gen, UDPRelayEndpoint: disco.UDPRelayEndpoint{VNI: 7, AddrPorts: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:7777")}}}
+			p.deliver(tc.from.node.Public(), seal(tc.from.disco, p.disco.Public(), answer))
+			p.deliver(tc.from.node.Public(), seal(tc.from.disco, p.disco.Public(), answer)) // a repeat must not block
+			if got := len(w) == 1; got != tc.want {
+				t.Errorf("%s\ndelivered: %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
