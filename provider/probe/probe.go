@@ -67,6 +67,12 @@ type Options struct {
 	Logf logger.Logf
 }
 
+// waiter is a probe waiting for an allocation answer from the peer it asked.
+type waiter struct {
+	peer   key.NodePublic
+	answer chan *disco.AllocateUDPRelayEndpointResponse
+}
+
 // Prober is a tailnet device that probes relays. Close it to log it out.
 type Prober struct {
 	logf    logger.Logf
@@ -80,7 +86,7 @@ type Prober struct {
 	mu      sync.Mutex
 	nm      *netmap.NetworkMap
 	derps   map[int]*derphttp.Client
-	waiters map[uint32]chan *disco.AllocateUDPRelayEndpointResponse
+	waiters map[uint32]waiter
 	home    int
 
 	ready chan struct{}
@@ -101,7 +107,7 @@ func Join(ctx context.Context, o Options) (*Prober, error) {
 		netMon:  netmon.NewStatic(),
 		bus:     eventbus.New(),
 		derps:   map[int]*derphttp.Client{},
-		waiters: map[uint32]chan *disco.AllocateUDPRelayEndpointResponse{},
+		waiters: map[uint32]waiter{},
 		ready:   make(chan struct{}),
 	}
 	machine := key.NewMachine()
@@ -244,7 +250,7 @@ func (p *Prober) allocate(ctx context.Context, peer tailcfg.NodeView, derpMap *t
 	gen := generation()
 	answer := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
 	p.mu.Lock()
-	p.waiters[gen] = answer
+	p.waiters[gen] = waiter{peer: peer.Key(), answer: answer}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -388,19 +394,20 @@ func (p *Prober) receive(c *derphttp.Client) {
 	}
 }
 
-// deliver hands an allocation answer from a peer to the probe waiting for
-// its generation.
+// deliver hands an allocation answer to the probe waiting for its
+// generation, if that probe asked the peer it came from: any other peer in
+// the netmap can seal an answer to the prober's disco key.
 func (p *Prober) deliver(from key.NodePublic, b []byte) {
 	resp := p.openAllocation(from, b)
 	if resp == nil {
 		return
 	}
 	p.mu.Lock()
-	w := p.waiters[resp.Generation]
+	w, ok := p.waiters[resp.Generation]
 	p.mu.Unlock()
-	if w != nil {
+	if ok && w.peer == from {
 		select {
-		case w <- resp:
+		case w.answer <- resp:
 		default:
 		}
 	}

@@ -120,7 +120,7 @@ func newDevice(id tailcfg.StableNodeID) device {
 
 // prober is a Prober with a netmap holding peers, and no control or DERP.
 func prober(peers ...device) *Prober {
-	p := &Prober{disco: key.NewDisco(), waiters: map[uint32]chan *disco.AllocateUDPRelayEndpointResponse{}, ready: make(chan struct{})}
+	p := &Prober{disco: key.NewDisco(), waiters: map[uint32]waiter{}, ready: make(chan struct{})}
 	nm := &netmap.NetworkMap{}
 	for _, d := range peers {
 		nm.Peers = append(nm.Peers, (&tailcfg.Node{StableID: d.id, Key: d.node.Public(), DiscoKey: d.disco.Public()}).View())
@@ -300,7 +300,7 @@ func TestKnockCancelled(t *testing.T) {
 }
 
 func TestDeliver(t *testing.T) {
-	relay, stranger := newDevice("relay"), newDevice("stranger")
+	relay, other, stranger := newDevice("relay"), newDevice("other"), newDevice("stranger")
 	const gen = 42
 	cases := map[string]struct {
 		reason string
@@ -311,12 +311,13 @@ func TestDeliver(t *testing.T) {
 		"Asked":      {reason: "The relay's answer reaches the probe waiting for its generation.", from: relay, gen: gen, want: true},
 		"Generation": {reason: "An answer for a generation nobody waits for is dropped.", from: relay, gen: gen + 1},
 		"Stranger":   {reason: "An answer from a node not in the netmap is dropped.", from: stranger, gen: gen},
+		"OtherPeer":  {reason: "An answer from a netmap peer the probe did not ask is dropped, though its generation matches.", from: other, gen: gen},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := prober(relay)
+			p := prober(relay, other)
 			w := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
-			p.waiters[gen] = w
+			p.waiters[gen] = waiter{peer: relay.node.Public(), answer: w}
 			answer := &disco.AllocateUDPRelayEndpointResponse{Generation: tc.gen, UDPRelayEndpoint: disco.UDPRelayEndpoint{VNI: 7, AddrPorts: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:7777")}}}
 			p.deliver(tc.from.node.Public(), seal(tc.from.disco, p.disco.Public(), answer))
 			p.deliver(tc.from.node.Public(), seal(tc.from.disco, p.disco.Public(), answer)) // a repeat must not block
