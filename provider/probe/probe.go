@@ -369,6 +369,15 @@ func (p *Prober) derp(ctx context.Context, derpMap *tailcfg.DERPMap, region int)
 		return nil, fmt.Errorf("prober: connect to DERP region %d: %w", region, err)
 	}
 	p.mu.Lock()
+	if won, ok := p.derps[region]; ok {
+		// A probe started at the same time connected first: share its
+		// client. A second one would be left out of p.derps, so never
+		// closed, not even by Close, and the DERP server would hold two
+		// connections of the prober's key, sending to the last that wrote.
+		p.mu.Unlock()
+		_ = c.Close()
+		return won, nil
+	}
 	p.derps[region] = c
 	p.mu.Unlock()
 	go p.receive(c)

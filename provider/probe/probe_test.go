@@ -3,17 +3,25 @@ package probe
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
 	"go4.org/mem"
+	"tailscale.com/derp/derphttp"
+	"tailscale.com/derp/derpserver"
 	"tailscale.com/disco"
+	"tailscale.com/net/netmon"
 	"tailscale.com/net/packet"
 	"tailscale.com/tailcfg"
 	"tailscale.com/types/key"
+	"tailscale.com/types/logger"
 	"tailscale.com/types/netmap"
 )
 
@@ -325,5 +333,61 @@ func TestDeliver(t *testing.T) {
 				t.Errorf("%s\ndelivered: %v, want %v", tc.reason, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDERPShared: probes of a relay homed in a DERP region the prober has
+// not used yet, started together, share one connection to it. The relay's
+// answer comes back over it to the probe that asked.
+func TestDERPShared(t *testing.T) {
+	d := derpserver.New(key.NewNode(), logger.Discard)
+	t.Cleanup(func() { _ = d.Close() })
+	srv := httptest.NewUnstartedServer(derpserver.Handler(d))
+	srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	region := &tailcfg.DERPRegion{RegionID: 900, Nodes: []*tailcfg.DERPNode{{Name: "900a", RegionID: 900, HostName: "127.0.0.1",
+		IPv4: "127.0.0.1", IPv6: "none", DERPPort: srv.Listener.Addr().(*net.TCPAddr).Port, InsecureForTests: true}}}
+	derpMap := &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{900: region}}
+
+	relay := newDevice("relay")
+	p := prober(relay)
+	p.node, p.logf, p.netMon, p.derps = key.NewNode(), logger.Discard, netmon.NewStatic(), map[int]*derphttp.Client{}
+	got := make([]*derphttp.Client, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			c, err := p.derp(t.Context(), derpMap, 900)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = c
+		})
+	}
+	wg.Wait()
+	for _, c := range got {
+		if c != nil {
+			t.Cleanup(func() { _ = c.Close() })
+		}
+		if c != got[0] {
+			t.Errorf("concurrent probes got DERP clients %p and %p for one region; the ones not kept in p.derps are never closed", got[0], c)
+		}
+	}
+
+	w := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
+	p.waiters[42] = waiter{peer: relay.node.Public(), answer: w}
+	rc := derphttp.NewRegionClient(relay.node, logger.Discard, netmon.NewStatic(), func() *tailcfg.DERPRegion { return region })
+	t.Cleanup(func() { _ = rc.Close() })
+	answer := &disco.AllocateUDPRelayEndpointResponse{Generation: 42, UDPRelayEndpoint: disco.UDPRelayEndpoint{VNI: 7, AddrPorts: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:7777")}}}
+	if err := rc.Send(p.node.Public(), seal(relay.disco, p.disco.Public(), answer)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case resp := <-w:
+		if resp.VNI != answer.VNI {
+			t.Errorf("the probe got VNI %d over DERP, want %d", resp.VNI, answer.VNI)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the relay's answer sent over DERP did not reach the probe that asked")
 	}
 }
