@@ -101,20 +101,6 @@ func TestSealed(t *testing.T) {
 	}
 }
 
-func TestGeneration(t *testing.T) {
-	seen := map[uint32]bool{}
-	for range 1000 {
-		g := generation()
-		if g == 0 {
-			t.Fatal("generation() = 0; the relay server drops a bind of generation 0")
-		}
-		seen[g] = true
-	}
-	if len(seen) < 990 {
-		t.Errorf("1000 generations held only %d distinct values", len(seen))
-	}
-}
-
 // device is a tailnet peer with its node and disco keys.
 type device struct {
 	id    tailcfg.StableNodeID
