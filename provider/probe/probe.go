@@ -67,6 +67,12 @@ type Options struct {
 	Logf logger.Logf
 }
 
+// waiter is a probe waiting for an allocation answer from the peer it asked.
+type waiter struct {
+	peer   key.NodePublic
+	answer chan *disco.AllocateUDPRelayEndpointResponse
+}
+
 // Prober is a tailnet device that probes relays. Close it to log it out.
 type Prober struct {
 	logf    logger.Logf
@@ -80,7 +86,7 @@ type Prober struct {
 	mu      sync.Mutex
 	nm      *netmap.NetworkMap
 	derps   map[int]*derphttp.Client
-	waiters map[uint32]chan *disco.AllocateUDPRelayEndpointResponse
+	waiters map[uint32]waiter
 	home    int
 
 	ready chan struct{}
@@ -101,7 +107,7 @@ func Join(ctx context.Context, o Options) (*Prober, error) {
 		netMon:  netmon.NewStatic(),
 		bus:     eventbus.New(),
 		derps:   map[int]*derphttp.Client{},
-		waiters: map[uint32]chan *disco.AllocateUDPRelayEndpointResponse{},
+		waiters: map[uint32]waiter{},
 		ready:   make(chan struct{}),
 	}
 	machine := key.NewMachine()
@@ -244,7 +250,7 @@ func (p *Prober) allocate(ctx context.Context, peer tailcfg.NodeView, derpMap *t
 	gen := generation()
 	answer := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
 	p.mu.Lock()
-	p.waiters[gen] = answer
+	p.waiters[gen] = waiter{peer: peer.Key(), answer: answer}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -283,6 +289,10 @@ func (p *Prober) knock(ctx context.Context, alloc *disco.AllocateUDPRelayEndpoin
 		return fmt.Errorf("prober: %w", err)
 	}
 	defer func() { _ = conn.Close() }()
+	// A cancelled ctx ends the read waiting for an answer at once, not at
+	// its read deadline up to a second later.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer stop()
 	gen := generation()
 	bind := &disco.BindUDPRelayEndpoint{BindUDPRelayEndpointCommon: disco.BindUDPRelayEndpointCommon{VNI: alloc.VNI, Generation: gen, RemoteKey: remote}}
 	pkt := make([]byte, packet.GeneveFixedHeaderLength)
@@ -303,7 +313,9 @@ func (p *Prober) knock(ctx context.Context, alloc *disco.AllocateUDPRelayEndpoin
 			deadline = d
 		}
 		_ = conn.SetReadDeadline(deadline)
-		for {
+		// Checked after the deadline is set: cancelled before, the
+		// AfterFunc's deadline may have been overwritten.
+		for ctx.Err() == nil {
 			n, from, err := conn.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				break // read deadline: send again
@@ -357,6 +369,15 @@ func (p *Prober) derp(ctx context.Context, derpMap *tailcfg.DERPMap, region int)
 		return nil, fmt.Errorf("prober: connect to DERP region %d: %w", region, err)
 	}
 	p.mu.Lock()
+	if won, ok := p.derps[region]; ok {
+		// A probe started at the same time connected first: share its
+		// client. A second one would be left out of p.derps, so never
+		// closed, not even by Close, and the DERP server would hold two
+		// connections of the prober's key, sending to the last that wrote.
+		p.mu.Unlock()
+		_ = c.Close()
+		return won, nil
+	}
 	p.derps[region] = c
 	p.mu.Unlock()
 	go p.receive(c)
@@ -378,18 +399,25 @@ func (p *Prober) receive(c *derphttp.Client) {
 		if !ok {
 			continue
 		}
-		resp := p.openAllocation(pkt.Source, pkt.Data)
-		if resp == nil {
-			continue
-		}
-		p.mu.Lock()
-		w := p.waiters[resp.Generation]
-		p.mu.Unlock()
-		if w != nil {
-			select {
-			case w <- resp:
-			default:
-			}
+		p.deliver(pkt.Source, pkt.Data)
+	}
+}
+
+// deliver hands an allocation answer to the probe waiting for its
+// generation, if that probe asked the peer it came from: any other peer in
+// the netmap can seal an answer to the prober's disco key.
+func (p *Prober) deliver(from key.NodePublic, b []byte) {
+	resp := p.openAllocation(from, b)
+	if resp == nil {
+		return
+	}
+	p.mu.Lock()
+	w, ok := p.waiters[resp.Generation]
+	p.mu.Unlock()
+	if ok && w.peer == from {
+		select {
+		case w.answer <- resp:
+		default:
 		}
 	}
 }
