@@ -32,6 +32,9 @@ type composition struct {
 type composedObject struct {
 	key string
 	obj *composed.Unstructured
+	// templateHash is a StatefulSet's pod template hash (its
+	// annotationPodTemplate), for the rollout.
+	templateHash string
 }
 
 // compositionCache remembers compositions by their inputs (inputs.go).
