@@ -177,70 +177,78 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 		return nil, specError{aws: true, err: fmt.Errorf("spec.aws.region: needed to create AWS managed resources (Elastic IPs, load balancers): set it, or awsRegion in the function's Input")}
 	}
 	for i := range r.Replicas {
-		rp := replicaPlan{}
-		var zone string
-		if len(a.Subnets) > 0 {
-			rp.Want.SubnetID, rp.Allocate = a.Subnets[i%len(a.Subnets)], true
-		} else {
-			e := a.ElasticIPs[i]
-			rp.Want = placementIDs{SubnetID: e.SubnetID, AllocationID: e.AllocationID}
-			rp.Allocate, zone = e.Allocate, e.Zone
-		}
-		if rp.Allocate {
-			rp.Want.AllocationID = o.Allocations[i]
-		}
-		rp.PodIP = o.PodIPs[podName(r, i)]
-		rp.LoadBalancerName = loadBalancerName(r, i, o.Names[i])
-		check := o.Checks[i]
-		checked := check != nil && check.SubnetID == rp.Want.SubnetID && check.AllocationID == rp.Want.AllocationID
-		switch {
-		case rp.Want.AllocationID == "":
-			rp.Waiting = fmt.Sprintf("replica %d waits for its Elastic IP %s to report an allocation ID", i, p.name(r, i))
-		case !checked:
-			rp.Waiting = fmt.Sprintf("replica %d waits for the provider to check %s and %s against AWS", i, rp.Want.SubnetID, rp.Want.AllocationID)
-			if check != nil && check.SubnetID == rp.Want.SubnetID && check.Message != "" {
-				rp.Waiting += ": " + check.Message
-			}
-		case len(check.Problems) > 0:
-			rp.Problems = check.Problems
-		default:
-			rp.Use = &placementIDs{SubnetID: rp.Want.SubnetID, AllocationID: rp.Want.AllocationID}
-		}
-		if rp.Use == nil {
-			if applied, ok := o.Applied[i]; ok {
-				rp.Use = &applied
-			}
-		}
-		// The zone and VPC of the subnet in use, or about to be.
-		sub := rp.Want.SubnetID
-		if rp.Use != nil {
-			sub = rp.Use.SubnetID
-		}
-		rp.VPCID = a.VPCID
-		if sub == rp.Want.SubnetID {
-			rp.Zone = zone
-		}
-		if check != nil && check.SubnetID == sub {
-			rp.Zone = cmp.Or(rp.Zone, check.Zone)
-			rp.VPCID = cmp.Or(rp.VPCID, check.VPCID)
-		}
-		if rp.Zone == "" {
-			// Pods pinned to a zone by the ProxyClass or spec.pod, as the
-			// Tailscale operator's guide pins them.
-			rp.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
-		}
-		if rp.Zone == "" && r.perReplicaZones() {
-			// Its pods wait for the zone: started anywhere, they would
-			// have to move.
-			hint := "give the provider config AWS credentials (spec.aws) to look it up"
-			if len(a.ElasticIPs) > 0 {
-				hint = fmt.Sprintf("set spec.aws.elasticIPs[%d].zone, or %s", i, hint)
-			}
-			rp.Waiting = strings.TrimPrefix(rp.Waiting+"; ", "; ") + fmt.Sprintf("replica %d waits for the zone of subnet %s: %s", i, sub, hint)
-		}
-		p.Replicas = append(p.Replicas, rp)
+		p.Replicas = append(p.Replicas, planReplica(r, p, o, i))
 	}
 	return p, nil
+}
+
+// planReplica places replica i: what the spec wants, what is used while
+// the provider has not checked it (or found it invalid), and the zone and
+// VPC of the subnet in use.
+func planReplica(r *relay, p *awsPlan, o *awsObserved, i int) replicaPlan {
+	a := r.Spec.AWS
+	rp := replicaPlan{}
+	var zone string
+	if len(a.Subnets) > 0 {
+		rp.Want.SubnetID, rp.Allocate = a.Subnets[i%len(a.Subnets)], true
+	} else {
+		e := a.ElasticIPs[i]
+		rp.Want = placementIDs{SubnetID: e.SubnetID, AllocationID: e.AllocationID}
+		rp.Allocate, zone = e.Allocate, e.Zone
+	}
+	if rp.Allocate {
+		rp.Want.AllocationID = o.Allocations[i]
+	}
+	rp.PodIP = o.PodIPs[podName(r, i)]
+	rp.LoadBalancerName = loadBalancerName(r, i, o.Names[i])
+	check := o.Checks[i]
+	checked := check != nil && check.SubnetID == rp.Want.SubnetID && check.AllocationID == rp.Want.AllocationID
+	switch {
+	case rp.Want.AllocationID == "":
+		rp.Waiting = fmt.Sprintf("replica %d waits for its Elastic IP %s to report an allocation ID", i, p.name(r, i))
+	case !checked:
+		rp.Waiting = fmt.Sprintf("replica %d waits for the provider to check %s and %s against AWS", i, rp.Want.SubnetID, rp.Want.AllocationID)
+		if check != nil && check.SubnetID == rp.Want.SubnetID && check.Message != "" {
+			rp.Waiting += ": " + check.Message
+		}
+	case len(check.Problems) > 0:
+		rp.Problems = check.Problems
+	default:
+		rp.Use = &placementIDs{SubnetID: rp.Want.SubnetID, AllocationID: rp.Want.AllocationID}
+	}
+	if rp.Use == nil {
+		if applied, ok := o.Applied[i]; ok {
+			rp.Use = &applied
+		}
+	}
+	// The zone and VPC of the subnet in use, or about to be.
+	sub := rp.Want.SubnetID
+	if rp.Use != nil {
+		sub = rp.Use.SubnetID
+	}
+	rp.VPCID = a.VPCID
+	if sub == rp.Want.SubnetID {
+		rp.Zone = zone
+	}
+	if check != nil && check.SubnetID == sub {
+		rp.Zone = cmp.Or(rp.Zone, check.Zone)
+		rp.VPCID = cmp.Or(rp.VPCID, check.VPCID)
+	}
+	if rp.Zone == "" {
+		// Pods pinned to a zone by the ProxyClass or spec.pod, as the
+		// Tailscale operator's guide pins them.
+		rp.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
+	}
+	if rp.Zone == "" && r.perReplicaZones() {
+		// Its pods wait for the zone: started anywhere, they would
+		// have to move.
+		hint := "give the provider config AWS credentials (spec.aws) to look it up"
+		if len(a.ElasticIPs) > 0 {
+			hint = fmt.Sprintf("set spec.aws.elasticIPs[%d].zone, or %s", i, hint)
+		}
+		rp.Waiting = strings.TrimPrefix(rp.Waiting+"; ", "; ") + fmt.Sprintf("replica %d waits for the zone of subnet %s: %s", i, sub, hint)
+	}
+	return rp
 }
 
 // name is the name of replica i's AWS managed resources: R-i beside the

@@ -31,65 +31,88 @@ type summary struct {
 
 func summarise(r *relay, o observedState) summary {
 	s := summary{status: v1alpha1.PeerRelayStatus{Endpoints: []v1alpha1.Endpoint{}, Replicas: []v1alpha1.ReplicaStatus{}}}
-	podsReady, readyReplicas, reachable, unreachable, unproven := 0, 0, 0, 0, 0
+	var n replicaCounts
 	for i := range r.Replicas {
 		ro := o.replica(r, i)
 		s.replicas = append(s.replicas, ro)
-		rs := v1alpha1.ReplicaStatus{Index: int32(i), Hostname: hostname(r.Hostname, i), PodReady: ro.podReady}
-		rs.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
-		if r.AWS != nil && r.AWS.Replicas[i].Zone != "" {
-			rs.Zone = r.AWS.Replicas[i].Zone
-		}
-		if r.AWS != nil && r.AWS.Replicas[i].Use != nil {
-			use := r.AWS.Replicas[i].Use
-			rs.AWS = &v1alpha1.ReplicaAWSStatus{SubnetID: use.SubnetID, AllocationID: use.AllocationID}
-		}
-		for _, ep := range ro.endpoints {
-			rs.Endpoints = append(rs.Endpoints, netip.AddrPortFrom(netip.MustParseAddr(ep.Address), uint16(ep.Port)).String())
-		}
-		sort.Strings(rs.Endpoints)
+		rs, advertised := replicaStatus(r, i, ro)
 		s.status.Endpoints = append(s.status.Endpoints, ro.endpoints...)
-		// A replica counts once its config advertises an endpoint (its
-		// RelayConfig is Ready), not when the load balancer has one. As in
-		// the Tailscale operator, static endpoints alone count: a relay
-		// behind a port forward has no load balancer of its own.
-		advertised := len(ro.endpoints) > 0 && ro.configReady
-		if advertised {
-			s.withEndpoints++
-		}
-		if ro.podReady {
-			podsReady++
-		}
-		rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
-		if t := ro.traffic; t != nil && r.metrics() {
-			rs.Traffic = &v1alpha1.ReplicaTraffic{Sessions: t.Sessions, ForwardedPackets: t.ForwardedPackets, ForwardedBytes: t.ForwardedBytes, SampledAt: t.SampledAt}
-		}
-		rs.Reachable = ro.reachable.Status
-		// Only an answer that did not come counts against a replica. A
-		// probe that could not ask (Unknown: the prober cannot join, the
-		// relay allocated nothing) proves nothing either way, and neither
-		// does no condition yet (the probe just turned on): they are said,
-		// not counted.
-		switch rs.Reachable {
-		case corev1.ConditionTrue:
-			reachable++
-		case corev1.ConditionFalse:
-			unreachable++
-		case corev1.ConditionUnknown:
-			unproven++
-		}
-		rs.Ready = advertised && ro.podReady && rs.Reachable != corev1.ConditionFalse
-		rs.Reason = replicaWaits(ro, r.nodeMode() != "", rs.LoadBalancerReady || ro.staticOnly || ro.nodeAddress, advertised)
-		if rs.Ready {
-			readyReplicas++
-		}
 		s.status.Replicas = append(s.status.Replicas, rs)
+		n.count(rs, advertised)
 	}
+	s.withEndpoints = n.advertised
 	s.status.Addresses = addresses(s.status.Endpoints)
-	s.status.ReadyReplicas = fmt.Sprintf("%d/%d", readyReplicas, r.Replicas)
-	if reachable+unreachable+unproven > 0 { // the provider probes
-		s.status.ReachableReplicas = fmt.Sprintf("%d/%d", reachable, r.Replicas)
+	s.status.ReadyReplicas = fmt.Sprintf("%d/%d", n.ready, r.Replicas)
+	if n.reachable+n.unreachable+n.unproven > 0 { // the provider probes
+		s.status.ReachableReplicas = fmt.Sprintf("%d/%d", n.reachable, r.Replicas)
 	}
+	s.verdict(r, n)
+	return s
+}
+
+// replicaCounts counts the replicas by what their status says.
+type replicaCounts struct {
+	advertised, podsReady, ready     int
+	reachable, unreachable, unproven int
+}
+
+// count adds a replica. Only an answer that did not come counts against
+// it: a probe that could not ask (Unknown: the prober cannot join, the
+// relay allocated nothing) proves nothing either way, and neither does no
+// condition yet (the probe just turned on): they are said, not counted.
+func (n *replicaCounts) count(rs v1alpha1.ReplicaStatus, advertised bool) {
+	if advertised {
+		n.advertised++
+	}
+	if rs.PodReady {
+		n.podsReady++
+	}
+	if rs.Ready {
+		n.ready++
+	}
+	switch rs.Reachable {
+	case corev1.ConditionTrue:
+		n.reachable++
+	case corev1.ConditionFalse:
+		n.unreachable++
+	case corev1.ConditionUnknown:
+		n.unproven++
+	}
+}
+
+// replicaStatus is replica i's status, and whether its config advertises
+// an endpoint.
+func replicaStatus(r *relay, i int, ro replicaObservation) (v1alpha1.ReplicaStatus, bool) {
+	rs := v1alpha1.ReplicaStatus{Index: int32(i), Hostname: hostname(r.Hostname, i), PodReady: ro.podReady}
+	rs.Zone = r.Pod.NodeSelector[corev1.LabelTopologyZone]
+	if r.AWS != nil && r.AWS.Replicas[i].Zone != "" {
+		rs.Zone = r.AWS.Replicas[i].Zone
+	}
+	if r.AWS != nil && r.AWS.Replicas[i].Use != nil {
+		use := r.AWS.Replicas[i].Use
+		rs.AWS = &v1alpha1.ReplicaAWSStatus{SubnetID: use.SubnetID, AllocationID: use.AllocationID}
+	}
+	for _, ep := range ro.endpoints {
+		rs.Endpoints = append(rs.Endpoints, netip.AddrPortFrom(netip.MustParseAddr(ep.Address), uint16(ep.Port)).String())
+	}
+	sort.Strings(rs.Endpoints)
+	// A replica counts once its config advertises an endpoint (its
+	// RelayConfig is Ready), not when the load balancer has one. As in the
+	// Tailscale operator, static endpoints alone count: a relay behind a
+	// port forward has no load balancer of its own.
+	advertised := len(ro.endpoints) > 0 && ro.configReady
+	rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
+	if t := ro.traffic; t != nil && r.metrics() {
+		rs.Traffic = &v1alpha1.ReplicaTraffic{Sessions: t.Sessions, ForwardedPackets: t.ForwardedPackets, ForwardedBytes: t.ForwardedBytes, SampledAt: t.SampledAt}
+	}
+	rs.Reachable = ro.reachable.Status
+	rs.Ready = advertised && ro.podReady && rs.Reachable != corev1.ConditionFalse
+	rs.Reason = replicaWaits(ro, r.nodeMode() != "", rs.LoadBalancerReady || ro.staticOnly || ro.nodeAddress, advertised)
+	return rs, advertised
+}
+
+// verdict sets PeerRelayReady's reason and message, first things first.
+func (s *summary) verdict(r *relay, n replicaCounts) {
 	keyReason, keyMsg := s.keyProblem()
 	tailnet := s.tailnetProblem(r)
 	switch {
@@ -101,28 +124,27 @@ func summarise(r *relay, o observedState) summary {
 		s.reason, s.msg = v1alpha1.ReasonTailnetUnavailable, tailnet
 	case keyReason != "":
 		s.reason, s.msg = keyReason, keyMsg
-	case s.withEndpoints < r.Replicas:
+	case n.advertised < r.Replicas:
 		s.reason = v1alpha1.ReasonEndpointsPending
-		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", s.withEndpoints, r.Replicas)
+		s.msg = fmt.Sprintf("%d of %d replicas advertise a public address", n.advertised, r.Replicas)
 		if w := r.AWS.waits(); len(w) > 0 {
 			s.msg += "; " + strings.Join(w, "; ")
 		}
-	case podsReady < r.Replicas:
+	case n.podsReady < r.Replicas:
 		s.reason = v1alpha1.ReasonPodsPending
-		s.msg = fmt.Sprintf("%d of %d relay pods are ready", podsReady, r.Replicas)
-	case unreachable > 0:
+		s.msg = fmt.Sprintf("%d of %d relay pods are ready", n.podsReady, r.Replicas)
+	case n.unreachable > 0:
 		s.reason = v1alpha1.ReasonEndpointsUnreachable
-		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", reachable, r.Replicas) + s.probed(corev1.ConditionFalse) + s.probed(corev1.ConditionUnknown)
+		s.msg = fmt.Sprintf("%d of %d replicas answered the provider's reachability probe", n.reachable, r.Replicas) + s.probed(corev1.ConditionFalse) + s.probed(corev1.ConditionUnknown)
 	default:
 		s.ready = true
 		s.reason = v1alpha1.ReasonReady
 		s.msg = "all " + strconv.Itoa(r.Replicas) + " replicas are advertising their public endpoints"
-		if unproven > 0 {
-			s.msg += fmt.Sprintf("; the reachability probe could not tell for %d of them", unproven) + s.probed(corev1.ConditionUnknown)
+		if n.unproven > 0 {
+			s.msg += fmt.Sprintf("; the reachability probe could not tell for %d of them", n.unproven) + s.probed(corev1.ConditionUnknown)
 		}
 		s.msg += s.internalNodes()
 	}
-	return s
 }
 
 // replicaWaits says what a replica that is not ready waits for, first
