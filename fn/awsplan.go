@@ -56,32 +56,7 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 	o := &awsObserved{}
 	var recorded map[int]placementIDs
 	for key, oc := range observed {
-		obj := oc.Resource
-		if i, ok := indexed(string(key), keyPrefixEIP); ok {
-			if id, _ := obj.GetString("status.atProvider.allocationId"); id != "" {
-				setIn(&o.Allocations, i, id)
-			}
-		} else if i, ok := indexed(string(key), keyPrefixRelayConfig); ok {
-			if c := awsCheck(obj); c != nil {
-				setIn(&o.Checks, i, c)
-				if v := c.LastValid; v != nil {
-					setIn(&recorded, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
-				}
-			}
-		} else if i, ok := indexed(string(key), keyPrefixService); ok {
-			setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
-		} else if i, ok := indexed(string(key), keyPrefixLoadBalancer); ok {
-			sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
-			alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
-			setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
-			if n, _ := obj.GetString("spec.forProvider.name"); n != "" {
-				setIn(&o.Names, i, n)
-			}
-		} else if i, ok := indexed(string(key), keyPrefixTargetGroup); ok {
-			if n, _ := obj.GetString("spec.forProvider.name"); n != "" && o.Names[i] == "" {
-				setIn(&o.Names, i, n)
-			}
-		}
+		o.read(string(key), oc.Resource, &recorded)
 	}
 	// The provider's record wins over what the live objects say.
 	for i, p := range recorded {
@@ -98,6 +73,39 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 		}
 	}
 	return o
+}
+
+// read takes what one observed composed resource says of the placement:
+// an Elastic IP's allocation, a RelayConfig's check and the provider's
+// record of the last valid placement (into recorded), a Service's or load
+// balancer's placement applied, and a load balancer's or target group's
+// name.
+func (o *awsObserved) read(key string, obj *composed.Unstructured, recorded *map[int]placementIDs) {
+	if i, ok := indexed(key, keyPrefixEIP); ok {
+		if id, _ := obj.GetString("status.atProvider.allocationId"); id != "" {
+			setIn(&o.Allocations, i, id)
+		}
+	} else if i, ok := indexed(key, keyPrefixRelayConfig); ok {
+		if c := awsCheck(obj); c != nil {
+			setIn(&o.Checks, i, c)
+			if v := c.LastValid; v != nil {
+				setIn(recorded, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
+			}
+		}
+	} else if i, ok := indexed(key, keyPrefixService); ok {
+		setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
+	} else if i, ok := indexed(key, keyPrefixLoadBalancer); ok {
+		sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
+		alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
+		setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
+		if n, _ := obj.GetString("spec.forProvider.name"); n != "" {
+			setIn(&o.Names, i, n) // the load balancer's wins over its target group's
+		}
+	} else if i, ok := indexed(key, keyPrefixTargetGroup); ok {
+		if n, _ := obj.GetString("spec.forProvider.name"); n != "" && o.Names[i] == "" {
+			setIn(&o.Names, i, n)
+		}
+	}
 }
 
 func setIn[K comparable, V any](m *map[K]V, k K, v V) {

@@ -95,42 +95,10 @@ type replicaObservation struct {
 func (o observedState) replica(r *relay, i int) replicaObservation {
 	var ro replicaObservation
 	if svc, ok := o.get(svcKey(i)); ok {
-		var ingress []corev1.LoadBalancerIngress
-		_ = svc.GetValueInto("status.loadBalancer.ingress", &ingress)
-		for _, in := range ingress {
-			if in.IP != "" || in.Hostname != "" {
-				ro.serviceReady = true
-			}
-			if a, err := netip.ParseAddr(in.IP); err == nil {
-				ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: a.String(), Port: r.Port})
-			}
-		}
+		ro.readService(svc, r, i)
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
-		ro.configReady = isTrue(rc, xpv2.TypeReady)
-		ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
-		ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
-		ro.providerConfig = rc.GetCondition(relayv1alpha1.ConditionProviderConfig)
-		if c := rc.GetCondition(relayv1alpha1.ConditionReachable); c.Reason != "" {
-			ro.reachable = c
-		}
-		at := atProvider(rc)
-		ro.traffic = at.Traffic
-		ro.nodeAddress = at.Source == relayv1alpha1.SourceNodeExternalIP || at.Source == relayv1alpha1.SourceNodeInternalIP
-		ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic && !ro.nodeAddress)
-		ro.staticOnly = at.Source == relayv1alpha1.SourceStatic && len(at.Endpoints) > 0
-		ro.nodeInternal = at.Source == relayv1alpha1.SourceNodeInternalIP
-		// The provider's list is what the replica actually advertises
-		// (resolved hostnames, AWS addresses, static endpoints), so it wins
-		// over the bare ingress IPs.
-		if len(at.Endpoints) > 0 {
-			ro.endpoints = ro.endpoints[:0]
-			for _, ep := range at.Endpoints {
-				if ap, err := netip.ParseAddrPort(ep); err == nil {
-					ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: ap.Addr().String(), Port: int32(ap.Port())})
-				}
-			}
-		}
+		ro.readRelayConfig(rc, i)
 	}
 	switch {
 	case o.pods != nil:
@@ -150,4 +118,45 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		}
 	}
 	return ro
+}
+
+// readService takes replica i's load balancer address from its Service.
+func (ro *replicaObservation) readService(svc *composed.Unstructured, r *relay, i int) {
+	var ingress []corev1.LoadBalancerIngress
+	_ = svc.GetValueInto("status.loadBalancer.ingress", &ingress)
+	for _, in := range ingress {
+		if in.IP != "" || in.Hostname != "" {
+			ro.serviceReady = true
+		}
+		if a, err := netip.ParseAddr(in.IP); err == nil {
+			ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: a.String(), Port: r.Port})
+		}
+	}
+}
+
+// readRelayConfig takes what the provider says of replica i: its
+// conditions and what its config advertises, which wins over the bare
+// ingress IPs (resolved hostnames, AWS addresses, static endpoints).
+func (ro *replicaObservation) readRelayConfig(rc *composed.Unstructured, i int) {
+	ro.configReady = isTrue(rc, xpv2.TypeReady)
+	ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
+	ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
+	ro.providerConfig = rc.GetCondition(relayv1alpha1.ConditionProviderConfig)
+	if c := rc.GetCondition(relayv1alpha1.ConditionReachable); c.Reason != "" {
+		ro.reachable = c
+	}
+	at := atProvider(rc)
+	ro.traffic = at.Traffic
+	ro.nodeAddress = at.Source == relayv1alpha1.SourceNodeExternalIP || at.Source == relayv1alpha1.SourceNodeInternalIP
+	ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic && !ro.nodeAddress)
+	ro.staticOnly = at.Source == relayv1alpha1.SourceStatic && len(at.Endpoints) > 0
+	ro.nodeInternal = at.Source == relayv1alpha1.SourceNodeInternalIP
+	if len(at.Endpoints) > 0 {
+		ro.endpoints = ro.endpoints[:0]
+		for _, ep := range at.Endpoints {
+			if ap, err := netip.ParseAddrPort(ep); err == nil {
+				ro.endpoints = append(ro.endpoints, v1alpha1.Endpoint{Replica: int32(i), Address: ap.Addr().String(), Port: int32(ap.Port())})
+			}
+		}
+	}
 }

@@ -44,53 +44,11 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 			errs = append(errs, field.Invalid(spec.Child("replicas"), replicas, fmt.Sprintf("must be between 0 and %d (each replica is its own load balancer)", v1alpha1.MaxReplicas)))
 		}
 	}
-	seen := map[v1alpha1.Tag]bool{}
-	for i, t := range s.Tags {
-		p := spec.Child("tags").Index(i)
-		if !tagPattern.MatchString(string(t)) {
-			errs = append(errs, field.Invalid(p, t, fmt.Sprintf("must match %s, for example tag:k8s", tagPattern)))
-		}
-		if seen[t] {
-			errs = append(errs, field.Duplicate(p, t))
-		}
-		seen[t] = true
-	}
-	if p := s.HostnamePrefix; p != "" {
-		if !hostnamePattern.MatchString(p) {
-			errs = append(errs, field.Invalid(spec.Child("hostnamePrefix"), p, fmt.Sprintf("must match %s (lower-case letters, digits and dashes)", hostnamePattern)))
-		} else if n := len(p) + 1 + len(strconv.Itoa(max(replicas-1, 0))); n > 63 {
-			errs = append(errs, field.Invalid(spec.Child("hostnamePrefix"), p, fmt.Sprintf("makes hostnames of %d characters (%s-%d); the limit is 63", n, p, replicas-1)))
-		}
-	}
+	errs = append(errs, validateTags(spec.Child("tags"), s.Tags)...)
+	errs = append(errs, validateHostnamePrefix(spec.Child("hostnamePrefix"), s.HostnamePrefix, replicas)...)
 	errs = append(errs, validatePort(spec.Child("port"), s.Port)...)
-	if svc := s.Service; svc != nil {
-		errs = append(errs, validatePort(spec.Child("service", "port"), svc.Port)...)
-		if s.Port != nil && svc.Port != nil && *s.Port != *svc.Port {
-			errs = append(errs, field.Invalid(spec.Child("service", "port"), *svc.Port, fmt.Sprintf("spec.port is %d: the two name the same UDP port, set one of them", *s.Port)))
-		}
-		switch svc.Type {
-		case "", corev1.ServiceTypeLoadBalancer:
-		case corev1.ServiceTypeNodePort:
-			if s.AWS != nil {
-				errs = append(errs, field.Forbidden(spec.Child("service", "type"), "NodePort advertises each pod's node: it does not go with spec.aws (load balancers)"))
-			}
-		default:
-			errs = append(errs, field.NotSupported(spec.Child("service", "type"), svc.Type, []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}))
-		}
-		if p := svc.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
-			errs = append(errs, field.NotSupported(spec.Child("service", "ipFamilyPolicy"), *p, ipFamilyPolicies))
-		}
-	}
-	if r := s.AuthKeySecretRef; r != nil {
-		for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
-			errs = append(errs, field.Invalid(spec.Child("authKeySecretRef", "name"), r.Name, "not a valid Secret name: "+msg))
-		}
-		if r.Key != "" {
-			for _, msg := range validation.IsConfigMapKey(r.Key) {
-				errs = append(errs, field.Invalid(spec.Child("authKeySecretRef", "key"), r.Key, "not a valid Secret key: "+msg))
-			}
-		}
-	}
+	errs = append(errs, validateService(spec.Child("service"), s)...)
+	errs = append(errs, validateAuthKeyRef(spec.Child("authKeySecretRef"), s.AuthKeySecretRef)...)
 	if s.Pod != nil && s.Pod.Image != "" && strings.ContainsAny(s.Pod.Image, " \t\n") {
 		errs = append(errs, field.Invalid(spec.Child("pod", "image"), s.Pod.Image, "must not contain white space"))
 	}
@@ -110,6 +68,78 @@ func validate(s *v1alpha1.PeerRelaySpec) (errs field.ErrorList, awsOnly bool) {
 	nonAWS := len(errs)
 	errs = append(errs, validateAWS(spec.Child("aws"), s, replicas)...)
 	return errs, nonAWS == 0 && len(errs) > 0
+}
+
+// validateTags checks spec.tags: tailnet tags, each once.
+func validateTags(path *field.Path, tags []v1alpha1.Tag) (errs field.ErrorList) {
+	seen := map[v1alpha1.Tag]bool{}
+	for i, t := range tags {
+		p := path.Index(i)
+		if !tagPattern.MatchString(string(t)) {
+			errs = append(errs, field.Invalid(p, t, fmt.Sprintf("must match %s, for example tag:k8s", tagPattern)))
+		}
+		if seen[t] {
+			errs = append(errs, field.Duplicate(p, t))
+		}
+		seen[t] = true
+	}
+	return errs
+}
+
+// validateHostnamePrefix checks spec.hostnamePrefix: a DNS label, short
+// enough for the last replica's hostname.
+func validateHostnamePrefix(path *field.Path, p string, replicas int) field.ErrorList {
+	switch {
+	case p == "":
+		return nil
+	case !hostnamePattern.MatchString(p):
+		return field.ErrorList{field.Invalid(path, p, fmt.Sprintf("must match %s (lower-case letters, digits and dashes)", hostnamePattern))}
+	}
+	if n := len(p) + 1 + len(strconv.Itoa(max(replicas-1, 0))); n > 63 {
+		return field.ErrorList{field.Invalid(path, p, fmt.Sprintf("makes hostnames of %d characters (%s-%d); the limit is 63", n, p, replicas-1))}
+	}
+	return nil
+}
+
+// validateService checks spec.service: its port, type and IP families.
+func validateService(path *field.Path, s *v1alpha1.PeerRelaySpec) (errs field.ErrorList) {
+	svc := s.Service
+	if svc == nil {
+		return nil
+	}
+	errs = append(errs, validatePort(path.Child("port"), svc.Port)...)
+	if s.Port != nil && svc.Port != nil && *s.Port != *svc.Port {
+		errs = append(errs, field.Invalid(path.Child("port"), *svc.Port, fmt.Sprintf("spec.port is %d: the two name the same UDP port, set one of them", *s.Port)))
+	}
+	switch svc.Type {
+	case "", corev1.ServiceTypeLoadBalancer:
+	case corev1.ServiceTypeNodePort:
+		if s.AWS != nil {
+			errs = append(errs, field.Forbidden(path.Child("type"), "NodePort advertises each pod's node: it does not go with spec.aws (load balancers)"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("type"), svc.Type, []corev1.ServiceType{corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}))
+	}
+	if p := svc.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
+		errs = append(errs, field.NotSupported(path.Child("ipFamilyPolicy"), *p, ipFamilyPolicies))
+	}
+	return errs
+}
+
+// validateAuthKeyRef checks spec.authKeySecretRef: a Secret name and key.
+func validateAuthKeyRef(path *field.Path, r *v1alpha1.SecretKeyRef) (errs field.ErrorList) {
+	if r == nil {
+		return nil
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+		errs = append(errs, field.Invalid(path.Child("name"), r.Name, "not a valid Secret name: "+msg))
+	}
+	if r.Key != "" {
+		for _, msg := range validation.IsConfigMapKey(r.Key) {
+			errs = append(errs, field.Invalid(path.Child("key"), r.Key, "not a valid Secret key: "+msg))
+		}
+	}
+	return errs
 }
 
 // overlayPorts are the UDP ports cluster networking listens on at every

@@ -141,24 +141,13 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 	ctx, cancel := context.WithTimeout(ctx, r.TimeoutOrDefault())
 	defer cancel()
 
-	useAWS := mode == v1alpha1.ResolutionAWS || (mode == v1alpha1.ResolutionAuto && r.AWS != nil && IsELBHostname(hosts[0]))
-	if useAWS {
-		if r.AWS == nil {
-			return nil, errors.New("spec.forProvider.resolution is AWS but the ProviderConfig has no AWS credentials (spec.aws.source)")
-		}
-		name := ""
-		if p.AWS != nil {
-			name = p.AWS.LoadBalancerName
-		}
-		addrs, err := r.AWS.LoadBalancerAddresses(ctx, hosts[0], name, r.Namespace)
-		if err == nil && len(addrs) > 0 {
-			res.Source = v1alpha1.SourceAWSAPI
-			return addrs, nil
-		}
-		// Another team's load balancer named in the spec is refused in
-		// every mode: falling back to DNS would hide that the spec is wrong.
-		if err != nil && (mode == v1alpha1.ResolutionAWS || errors.Is(err, ErrNotOwned)) {
-			return nil, fmt.Errorf("AWS load balancer %s: %w", hosts[0], err)
+	if mode == v1alpha1.ResolutionAWS || (mode == v1alpha1.ResolutionAuto && r.AWS != nil && IsELBHostname(hosts[0])) {
+		addrs, err := r.awsAddresses(ctx, hosts[0], p, mode)
+		if err != nil || len(addrs) > 0 {
+			if err == nil {
+				res.Source = v1alpha1.SourceAWSAPI
+			}
+			return addrs, err
 		}
 		// The API knew no addresses (or failed in Auto mode): DNS still
 		// answers with every healthy zone's address.
@@ -173,6 +162,29 @@ func (r *Resolver) resolveService(ctx context.Context, svc *corev1.Service, p v1
 	}
 	res.Source = v1alpha1.SourceDNS
 	return out, nil
+}
+
+// awsAddresses asks the AWS API for the addresses of the load balancer
+// behind host (or named in the spec). Nothing found, or a failure in Auto
+// mode, is no addresses and no error: DNS answers instead.
+func (r *Resolver) awsAddresses(ctx context.Context, host string, p v1alpha1.RelayConfigParameters, mode v1alpha1.Resolution) ([]netip.Addr, error) {
+	if r.AWS == nil {
+		return nil, errors.New("spec.forProvider.resolution is AWS but the ProviderConfig has no AWS credentials (spec.aws.source)")
+	}
+	name := ""
+	if p.AWS != nil {
+		name = p.AWS.LoadBalancerName
+	}
+	addrs, err := r.AWS.LoadBalancerAddresses(ctx, host, name, r.Namespace)
+	switch {
+	case err == nil:
+		return addrs, nil
+	case mode == v1alpha1.ResolutionAWS || errors.Is(err, ErrNotOwned):
+		// Another team's load balancer named in the spec is refused in
+		// every mode: falling back to DNS would hide that the spec is wrong.
+		return nil, fmt.Errorf("AWS load balancer %s: %w", host, err)
+	}
+	return nil, nil
 }
 
 // loadBalancerByName resolves a load balancer no Service stands for (one
