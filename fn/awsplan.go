@@ -81,27 +81,27 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 // balancer's placement applied, and a load balancer's or target group's
 // name.
 func (o *awsObserved) read(key string, obj *composed.Unstructured, recorded *map[int]placementIDs) {
-	if i, ok := indexed(key, keyPrefixEIP); ok {
+	if i, ok := replicaIndex(key, keyPrefixEIP); ok {
 		if id, _ := obj.GetString("status.atProvider.allocationId"); id != "" {
 			setIn(&o.Allocations, i, id)
 		}
-	} else if i, ok := indexed(key, keyPrefixRelayConfig); ok {
+	} else if i, ok := replicaIndex(key, keyPrefixRelayConfig); ok {
 		if c := awsCheck(obj); c != nil {
 			setIn(&o.Checks, i, c)
 			if v := c.LastValid; v != nil {
 				setIn(recorded, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
 			}
 		}
-	} else if i, ok := indexed(key, keyPrefixService); ok {
+	} else if i, ok := replicaIndex(key, keyPrefixService); ok {
 		setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
-	} else if i, ok := indexed(key, keyPrefixLoadBalancer); ok {
+	} else if i, ok := replicaIndex(key, keyPrefixLoadBalancer); ok {
 		sub, _ := obj.GetString("spec.forProvider.subnetMapping[0].subnetId")
 		alloc, _ := obj.GetString("spec.forProvider.subnetMapping[0].allocationId")
 		setIn(&o.Applied, i, placementIDs{SubnetID: sub, AllocationID: alloc})
 		if n, _ := obj.GetString("spec.forProvider.name"); n != "" {
 			setIn(&o.Names, i, n) // the load balancer's wins over its target group's
 		}
-	} else if i, ok := indexed(key, keyPrefixTargetGroup); ok {
+	} else if i, ok := replicaIndex(key, keyPrefixTargetGroup); ok {
 		if n, _ := obj.GetString("spec.forProvider.name"); n != "" && o.Names[i] == "" {
 			setIn(&o.Names, i, n)
 		}

@@ -116,7 +116,7 @@ func (f *Function) desire(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRes
 	r := c.relay
 	want := map[int]string{}
 	for _, o := range c.objs {
-		if i, ok := indexed(o.key, keyPrefixStatefulSet); ok {
+		if i, ok := replicaIndex(o.key, keyPrefixStatefulSet); ok {
 			want[i] = o.templateHash
 		}
 	}
@@ -125,7 +125,7 @@ func (f *Function) desire(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRes
 		// The cached object itself: SetDesiredComposedResources only reads
 		// it, into a new Struct.
 		obj := o.obj
-		if i, ok := indexed(o.key, keyPrefixStatefulSet); ok && hold[i] {
+		if i, ok := replicaIndex(o.key, keyPrefixStatefulSet); ok && hold[i] {
 			sts, _ := obs.get(o.key)
 			obj = asObserved(sts)
 		}

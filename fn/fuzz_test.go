@@ -127,7 +127,7 @@ func FuzzAWSPlacement(f *testing.F) {
 		}
 		for key, r := range rsp.GetDesired().GetResources() {
 			obj := fieldpath.Pave(r.GetResource().AsMap())
-			if i, ok := indexed(key, keyPrefixLoadBalancer); ok {
+			if i, ok := replicaIndex(key, keyPrefixLoadBalancer); ok {
 				placed := placement(r.GetResource())
 				applied := "/"
 				if was, ok := req.Observed.Resources[key]; ok {

@@ -72,7 +72,7 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 	}
 	in.AWS = observeAWS(in.Spec, observed, pods)
 	for key, oc := range observed {
-		_, sts := indexed(string(key), keyPrefixStatefulSet)
+		_, sts := replicaIndex(string(key), keyPrefixStatefulSet)
 		if oc.Resource != nil && (sts || key == keyServiceAccount || key == keyRole || key == keyRoleBinding) {
 			in.Existing = append(in.Existing, string(key))
 		}

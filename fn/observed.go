@@ -54,9 +54,9 @@ func isTrue(obj *composed.Unstructured, typ xpv2.ConditionType) bool {
 	return obj.GetCondition(typ).Status == corev1.ConditionTrue
 }
 
-// indexed reads the replica index of a key such as "service-3" with the
+// replicaIndex reads the replica index of a key such as "service-3" with the
 // given prefix ("service-").
-func indexed(key, prefix string) (int, bool) {
+func replicaIndex(key, prefix string) (int, bool) {
 	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
 		return 0, false

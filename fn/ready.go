@@ -15,7 +15,7 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 	if !ok {
 		return resource.ReadyFalse
 	}
-	if i, ok := indexed(key, keyPrefixService); ok {
+	if i, ok := replicaIndex(key, keyPrefixService); ok {
 		// A ClusterIP Service (load balancers composed as managed
 		// resources) never gets an ingress: it is ready once it exists. So
 		// is one whose replica advertises static endpoints alone: no load
@@ -23,10 +23,10 @@ func readiness(key string, r *relay, o observedState, s summary) resource.Ready 
 		// A NodePort or hostPort relay's Service has no load balancer either.
 		return readyIf(r.managedLoadBalancers() || r.nodeMode() != "" || (i < len(s.replicas) && (s.replicas[i].serviceReady || s.replicas[i].staticOnly)))
 	}
-	if i, ok := indexed(key, keyPrefixRelayConfig); ok {
+	if i, ok := replicaIndex(key, keyPrefixRelayConfig); ok {
 		return readyIf(i < len(s.replicas) && s.replicas[i].configReady)
 	}
-	if i, ok := indexed(key, keyPrefixStatefulSet); ok {
+	if i, ok := replicaIndex(key, keyPrefixStatefulSet); ok {
 		// Its pod's readiness, as PeerRelayReady sees it: the StatefulSet's
 		// own readyReplicas lags the pod, and Ready would turn True a
 		// reconcile after PeerRelayReady.

@@ -100,7 +100,7 @@ func loggedIn(state *corev1.Secret) string {
 // device that is not the replica's is left alone, with a Warning event, and
 // the replica goes without it.
 func (e *external) deleteDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) error {
-	d, err := e.checkedDevice(ctx, mg, id)
+	d, err := e.confirmedDevice(ctx, mg, id)
 	if err != nil || d == nil {
 		return err
 	}
@@ -131,32 +131,32 @@ func (e *external) deviceLeft(ctx context.Context, mg *v1alpha1.RelayConfig) (bo
 	if e.api == nil || id == "" {
 		return false, nil
 	}
-	d, err := e.checkedDevice(ctx, mg, id)
+	d, err := e.confirmedDevice(ctx, mg, id)
 	return d != nil, err
 }
 
-// deviceCheck is what the tailnet said of a device in this reconcile.
-type deviceCheck struct {
+// deviceAnswer is what the tailnet said of a device in this reconcile.
+type deviceAnswer struct {
 	id     string
 	device *tailnet.Device // nil: gone, or not the replica's
 }
 
-// checkedDevice is replicasDevice once per reconcile: Delete uses what
+// confirmedDevice is lookUpReplicaDevice once per reconcile: Delete uses what
 // Observe's deviceLeft learnt, without a second lookup or Warning.
-func (e *external) checkedDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
+func (e *external) confirmedDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
 	if e.obs.checked != nil && e.obs.checked.id == id {
 		return e.obs.checked.device, nil
 	}
-	d, err := e.replicasDevice(ctx, mg, id)
+	d, err := e.lookUpReplicaDevice(ctx, mg, id)
 	if err == nil {
-		e.obs.checked = &deviceCheck{id: id, device: d}
+		e.obs.checked = &deviceAnswer{id: id, device: d}
 	}
 	return d, err
 }
 
-// replicasDevice returns device id when the tailnet has it and it is the
+// lookUpReplicaDevice returns device id when the tailnet has it and it is the
 // replica's; nil when it is gone, or someone else's (with a Warning event).
-func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
+func (e *external) lookUpReplicaDevice(ctx context.Context, mg *v1alpha1.RelayConfig, id string) (*tailnet.Device, error) {
 	d, err := e.api.Device(ctx, id)
 	if err != nil && e.giveUpDevice(mg, id, err) {
 		return nil, nil
@@ -164,14 +164,14 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 	if err != nil || d == nil {
 		return nil, err
 	}
-	if err := replicaDevice(mg, d, e.allowedTags); err != nil {
+	if err := notReplicas(mg, d, e.allowedTags); err != nil {
 		e.record.Event(mg, event.Warning(reasonDeviceNotDeleted, fmt.Errorf("device %s recorded in state Secret %s was not deleted: %w", id, mg.Spec.ForProvider.StateSecretName, err)))
 		return nil, nil
 	}
 	return d, nil
 }
 
-// replicaDevice says why d is not the replica's device, or nil when it is:
+// notReplicas says why d is not the replica's device, or nil when it is:
 // it has the replica's hostname, it was created after the RelayConfig, and
 // it is tagged: with exactly the minted tags when the provider mints the
 // replica's keys, else (a key the tenant supplies, whose tags the provider
@@ -180,7 +180,7 @@ func (e *external) replicasDevice(ctx context.Context, mg *v1alpha1.RelayConfig,
 // a device it does not own. A person's device carries no tags and is never
 // a replica's. Tenants sharing one set of tags share one trust domain:
 // policy gives each team its own tags.
-func replicaDevice(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed tagPolicy) error {
+func notReplicas(mg *v1alpha1.RelayConfig, d *tailnet.Device, allowed tagPolicy) error {
 	p := mg.Spec.ForProvider
 	// What the tailnet says of a device the tenant named is not the
 	// tenant's to learn: the reasons name this replica's values, never the

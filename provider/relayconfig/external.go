@@ -76,7 +76,7 @@ type observation struct {
 	staleDevice string
 	// checked is what the tailnet said of the recorded device in this
 	// reconcile (device.go).
-	checked *deviceCheck
+	checked *deviceAnswer
 }
 
 // Observe is a script of the replica's observations, each in the file of

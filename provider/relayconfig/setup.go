@@ -146,7 +146,7 @@ func relayConfigsUsing(c client.Client, log logging.Logger) handler.MapFunc {
 		if _, ok := pc.(*v1alpha1.ProviderConfig); ok {
 			kind = v1alpha1.ProviderConfigKind
 		}
-		return indexed(ctx, c, log, pc.GetNamespace(), providerConfigIndex, providerConfigKey(kind, pc.GetNamespace(), pc.GetName()))
+		return requestsFor(ctx, c, log, pc.GetNamespace(), providerConfigIndex, providerConfigKey(kind, pc.GetNamespace(), pc.GetName()))
 	}
 }
 
@@ -163,14 +163,14 @@ func CachedSecrets() labels.Selector {
 // relayConfigsFor maps a Service to the RelayConfigs that name it.
 func relayConfigsFor(c client.Client, log logging.Logger) handler.MapFunc {
 	return func(ctx context.Context, svc client.Object) []reconcile.Request {
-		return indexed(ctx, c, log, svc.GetNamespace(), serviceIndex, svc.GetName())
+		return requestsFor(ctx, c, log, svc.GetNamespace(), serviceIndex, svc.GetName())
 	}
 }
 
-// indexed returns a request for each RelayConfig in namespace ("" for
+// requestsFor returns a request for each RelayConfig in namespace ("" for
 // all) whose index field has value. A failed List (from the cache) loses
 // only this event: each RelayConfig reads what changed at its next poll.
-func indexed(ctx context.Context, c client.Client, log logging.Logger, namespace, field, value string) []reconcile.Request {
+func requestsFor(ctx context.Context, c client.Client, log logging.Logger, namespace, field, value string) []reconcile.Request {
 	l := &v1alpha1.RelayConfigList{}
 	if err := c.List(ctx, l, client.InNamespace(namespace), client.MatchingFields{field: value}); err != nil {
 		log.Info("Cannot list the RelayConfigs to reconcile; they see the change at their next poll", "index", field, "value", value, "error", err)
