@@ -159,7 +159,7 @@ type replicaPlan struct {
 }
 
 // planAWS places each replica, from the spec and what was observed.
-func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
+func planAWS(r *relay, fin *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 	a := r.Spec.AWS
 	if a == nil || (len(a.ElasticIPs) == 0 && len(a.Subnets) == 0) {
 		return nil, nil
@@ -172,10 +172,10 @@ func planAWS(r *relay, in *fnv1alpha1.Input, o *awsObserved) (*awsPlan, error) {
 		Managed:        a.LoadBalancer == v1alpha1.LoadBalancerManaged,
 		Legacy:         r.Legacy,
 		XRBase:         r.XRBase,
-		ProviderConfig: in.AWSProviderConfig,
+		ProviderConfig: fin.AWSProviderConfig,
 	}
 	if p.Region == "" {
-		p.Region = in.AWSRegion
+		p.Region = fin.AWSRegion
 	}
 	allocates := a.Allocate
 	for _, e := range a.ElasticIPs {

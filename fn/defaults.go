@@ -16,14 +16,14 @@ const (
 
 // defaults applies, in order, the PeerRelay's own values, the Input's
 // composition-level defaults and the built-in ones.
-func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*relay, error) {
-	r := &relay{Name: xr.Name, Namespace: xr.Namespace, Spec: spec, Cloud: in.Cloud}
+func defaults(in inputs, spec v1alpha1.PeerRelaySpec, fin *fnv1alpha1.Input) (*relay, error) {
+	r := &relay{Name: in.Name, Namespace: in.Namespace, Spec: spec, Cloud: fin.Cloud}
 	if r.Namespace == "" {
 		r.Legacy = true
-		r.XRBase, _ = baseName(xr.Name)
+		r.XRBase, _ = baseName(in.Name)
 		// A legacy cluster XPeerRelay composes into its claim's namespace,
 		// under its claim's name: the name the user wrote.
-		r.Name, r.Namespace = xr.ClaimName, xr.ClaimNamespace
+		r.Name, r.Namespace = in.ClaimName, in.ClaimNamespace
 		if r.Name == "" || r.Namespace == "" {
 			return nil, fmt.Errorf("metadata: a cluster-scoped XPeerRelay needs a claim (labels %s and %s): create a PeerRelay claim in a namespace instead", labelClaimName, labelClaimNamespace)
 		}
@@ -35,8 +35,8 @@ func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*re
 		r.Replicas = int(*spec.Replicas)
 	}
 	r.Port = v1alpha1.DefaultPort
-	if in.Port != nil {
-		r.Port = *in.Port
+	if fin.Port != nil {
+		r.Port = *fin.Port
 	}
 	if spec.Port != nil {
 		r.Port = *spec.Port
@@ -51,14 +51,14 @@ func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*re
 		for _, t := range spec.Tags {
 			r.Tags = append(r.Tags, string(t))
 		}
-	case len(in.Tags) > 0:
-		r.Tags = in.Tags
+	case len(fin.Tags) > 0:
+		r.Tags = fin.Tags
 	default:
 		r.Tags = []string{v1alpha1.DefaultTag}
 	}
 	r.Image = v1alpha1.DefaultImage
-	if in.Image != "" {
-		r.Image = in.Image
+	if fin.Image != "" {
+		r.Image = fin.Image
 	}
 	r.Hostname = r.Base
 	if spec.HostnamePrefix != "" {
@@ -71,11 +71,11 @@ func defaults(xr inputs, spec v1alpha1.PeerRelaySpec, in *fnv1alpha1.Input) (*re
 		}
 	}
 	r.ProviderConfig = providerConfigRef{Kind: relayv1alpha1.ClusterProviderConfigKind, Name: "default"}
-	if in.ProviderConfigKind != "" {
-		r.ProviderConfig.Kind = in.ProviderConfigKind
+	if fin.ProviderConfigKind != "" {
+		r.ProviderConfig.Kind = fin.ProviderConfigKind
 	}
-	if in.ProviderConfigName != "" {
-		r.ProviderConfig.Name = in.ProviderConfigName
+	if fin.ProviderConfigName != "" {
+		r.ProviderConfig.Name = fin.ProviderConfigName
 	}
 	if spec.Tailnet != "" {
 		// A tailnet is a ClusterProviderConfig's Tailscale API access.
