@@ -37,6 +37,11 @@ func (p *Prober) derp(ctx context.Context, derpMap *tailcfg.DERPMap, region int)
 		return nil, fmt.Errorf("prober: connect to DERP region %d: %w", region, err)
 	}
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = c.Close()
+		return nil, errors.New("prober: closed")
+	}
 	if won, ok := p.derps[region]; ok {
 		// A probe started at the same time connected first: share its
 		// client. A second one would be left out of p.derps, so never

@@ -81,9 +81,12 @@ type Prober struct {
 	control *controlclient.Direct
 	cancel  context.CancelFunc
 
-	mu      sync.Mutex
-	nm      *netmap.NetworkMap
-	derps   map[int]*derphttp.Client
+	mu    sync.Mutex
+	nm    *netmap.NetworkMap
+	derps map[int]*derphttp.Client
+	// closed: Close ran; a DERP client connected after it is closed at
+	// once, not kept (it would never be closed).
+	closed  bool
 	waiters map[uint32]waiter
 	home    int
 
@@ -188,6 +191,7 @@ func (p *Prober) Close() {
 		p.cancel()
 	}
 	p.mu.Lock()
+	p.closed = true
 	for _, c := range p.derps {
 		_ = c.Close()
 	}

@@ -151,8 +151,12 @@ func (c *connector) reachability(mg *v1alpha1.RelayConfig, spec *v1alpha1.Provid
 	if t := spec.Tailscale; t != nil {
 		config += " " + t.BaseURL + " " + t.Tailnet + " " + t.OAuthSecretRef.Namespace + "/" + t.OAuthSecretRef.Name
 	}
+	proberNamespace := "" // a ClusterProviderConfig's prober: in no namespace's bound
+	if ref.Kind == v1alpha1.ProviderConfigKind {
+		proberNamespace = mg.GetNamespace()
+	}
 	r.prober = func(ctx context.Context) (*probe.Prober, error) {
-		return c.probers.prober(ctx, name, config, probe.Options{ControlURL: controlURL, Hostname: "peerrelay-prober"}, api, spec.Probe.Tags)
+		return c.probers.prober(ctx, name, proberNamespace, config, probe.Options{ControlURL: controlURL, Hostname: "peerrelay-prober"}, api, spec.Probe.Tags)
 	}
 	return r
 }

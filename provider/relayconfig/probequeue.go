@@ -43,19 +43,28 @@ type probeQueue struct {
 	order   []string
 	running map[string]int
 	queued  map[types.UID]bool
+	// next is the probe a RelayConfig asked for while its last one ran.
+	next map[types.UID]probeJob
 	// wake tells idle workers there may be work.
 	wake chan struct{}
 }
 
 func newProbeQueue() *probeQueue {
-	return &probeQueue{waiting: map[string][]probeJob{}, running: map[string]int{}, queued: map[types.UID]bool{}, wake: make(chan struct{}, probeWorkers)}
+	return &probeQueue{waiting: map[string][]probeJob{}, running: map[string]int{}, queued: map[types.UID]bool{}, next: map[types.UID]probeJob{}, wake: make(chan struct{}, probeWorkers)}
 }
 
-// push queues j unless its RelayConfig has a probe queued or running.
+// push queues j. A RelayConfig has one probe queued at most: a newer one
+// replaces it where it waits, or, while one runs, follows it.
 func (q *probeQueue) push(j probeJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.queued[j.uid] {
+		ns := j.rc.Namespace
+		if i := slices.IndexFunc(q.waiting[ns], func(w probeJob) bool { return w.uid == j.uid }); i >= 0 {
+			q.waiting[ns][i] = j
+		} else {
+			q.next[j.uid] = j
+		}
 		return
 	}
 	q.queued[j.uid] = true
@@ -100,6 +109,14 @@ func (q *probeQueue) finish(j probeJob) {
 		delete(q.running, j.rc.Namespace)
 	}
 	q.signal()
+	if next, ok := q.next[j.uid]; ok {
+		// A change came while it ran: probed next, its namespace's turn
+		// kept.
+		delete(q.next, j.uid)
+		q.mu.Unlock()
+		q.push(next)
+		q.mu.Lock()
+	}
 }
 
 func (q *probeQueue) signal() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,8 +34,9 @@ const reprobeAfter = 15 * time.Second
 // logs out one no RelayConfig asked for in proberIdle (its provider config
 // gone, or its probe turned off).
 const (
-	maxProbers = 16
-	proberIdle = 30 * time.Minute
+	maxProbers           = 16
+	maxNamespacedProbers = 8
+	proberIdle           = 30 * time.Minute
 )
 
 // probers keeps one prober per provider config (and credentials) that
@@ -64,9 +66,11 @@ type probers struct {
 
 // joinedProber is a provider config's prober, or why it could not join.
 type joinedProber struct {
-	// config is what the prober joined with.
-	config string
-	used   time.Time
+	// config is what the prober joined with; namespace is its namespaced
+	// ProviderConfig's ("" for a ClusterProviderConfig).
+	config    string
+	namespace string
+	used      time.Time
 	// mu is held through a join: one join per provider config at a time,
 	// and none of the others waits on it.
 	mu     sync.Mutex
@@ -92,13 +96,18 @@ func newProbers() *probers {
 // prober returns the prober under key, joining it with a freshly minted
 // ephemeral key the first time, when its config changed, or joinRetry
 // after a failure.
-func (ps *probers) prober(ctx context.Context, key, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
-	j, err := ps.entry(key, config)
+func (ps *probers) prober(ctx context.Context, key, namespace, config string, o probe.Options, api tailnet.API, tags []string) (*probe.Prober, error) {
+	j, err := ps.entry(key, config, namespace)
 	if err != nil {
 		return nil, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if !ps.current(key, j) {
+		// Replaced (its config changed) or logged out while this probe
+		// waited: a prober joined now would be in no map, never closed.
+		return nil, errors.New("the prober was replaced; the next probe uses the new one")
+	}
 	if j.p != nil || (j.err != nil && ps.now().Sub(j.failed) < joinRetry) {
 		return j.p, j.err
 	}
@@ -117,9 +126,10 @@ func (ps *probers) prober(ctx context.Context, key, config string, o probe.Optio
 }
 
 // entry returns the prober entry under key for config, a new one when
-// there is none or its config changed, within maxProbers; probers idle
-// for proberIdle are logged out first.
-func (ps *probers) entry(key, config string) (*joinedProber, error) {
+// there is none or its config changed, within the bounds (room); probers
+// idle for proberIdle are logged out first. namespace is a namespaced
+// ProviderConfig's, "" for a ClusterProviderConfig's.
+func (ps *probers) entry(key, config, namespace string) (*joinedProber, error) {
 	ps.joining.Lock()
 	defer ps.joining.Unlock()
 	if ps.closing {
@@ -134,14 +144,46 @@ func (ps *probers) entry(key, config string) (*joinedProber, error) {
 	}
 	j := ps.joined[key]
 	if j == nil {
-		if len(ps.joined) >= maxProbers {
-			return nil, fmt.Errorf("the provider runs %d probers, its bound, for other provider configs; this one's probe waits until one of them is idle for %s", maxProbers, proberIdle)
+		if err := ps.room(key, namespace); err != nil {
+			return nil, err
 		}
-		j = &joinedProber{config: config}
+		j = &joinedProber{config: config, namespace: namespace}
 		ps.joined[key] = j
 	}
 	j.used = now
 	return j, nil
+}
+
+// current says whether j is still the prober under key.
+func (ps *probers) current(key string, j *joinedProber) bool {
+	ps.joining.Lock()
+	defer ps.joining.Unlock()
+	return ps.joined[key] == j
+}
+
+// room says whether a new prober may join under key: at most maxProbers
+// for ClusterProviderConfigs, and apart from them, so that no tenant can
+// take their slots, at most maxNamespacedProbers for namespaced
+// ProviderConfigs, one per namespace. Called under joining.
+func (ps *probers) room(key, namespace string) error {
+	cluster, namespaced := 0, 0
+	for k, j := range ps.joined {
+		switch {
+		case j.namespace == "":
+			cluster++
+		case j.namespace == namespace:
+			return fmt.Errorf("namespace %s runs a prober already, for %s: one namespaced ProviderConfig per namespace may probe", namespace, strings.Fields(k)[0])
+		default:
+			namespaced++
+		}
+	}
+	switch {
+	case namespace == "" && cluster >= maxProbers:
+		return fmt.Errorf("the provider runs %d probers for ClusterProviderConfigs, its bound; this one's probe waits until one of them is idle for %s", maxProbers, proberIdle)
+	case namespace != "" && namespaced >= maxNamespacedProbers:
+		return fmt.Errorf("the provider runs %d probers for namespaced ProviderConfigs, its bound; this one's probe waits until one of them is idle for %s", maxNamespacedProbers, proberIdle)
+	}
+	return nil
 }
 
 // close logs the prober out, once any join under way has ended.

@@ -85,7 +85,8 @@ func probeEndpoints(ctx context.Context, prober func(context.Context) (*probe.Pr
 	// config allows (an untagged one is not, when it names tags), so a
 	// tenant cannot aim the prober at another's device.
 	if tags := relay.Tags().AsSlice(); !allowed.relayDevice(tags) {
-		return failed(fmt.Sprintf("device %s carries tags %v, not tags this provider config's spec.policy.tags allow; it is not probed", device, tags))
+		// The device's own tags are not the tenant's to learn.
+		return failed(fmt.Sprintf("device %s does not carry only tags this provider config's spec.policy.tags allow (%v); it is not probed", device, allowed))
 	}
 	errs := make([]error, len(eps))
 	var wg sync.WaitGroup

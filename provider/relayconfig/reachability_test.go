@@ -27,7 +27,7 @@ func TestProberJoinRetry(t *testing.T) {
 	}
 	api := &fakeAPI{}
 	get := func(config string) error {
-		_, err := ps.prober(t.Context(), "ClusterProviderConfig/default", config, probe.Options{}, api, []string{"tag:probe"})
+		_, err := ps.prober(t.Context(), "ClusterProviderConfig/default", "", config, probe.Options{}, api, []string{"tag:probe"})
 		return err
 	}
 	steps := []struct {
@@ -115,32 +115,71 @@ func TestProbeQueueFair(t *testing.T) {
 	}
 }
 
-// TestProberBound: the provider keeps at most maxProbers probers; one no
+// TestProbeQueueKeepsTheNewest: a change asked for while a RelayConfig's
+// probe waits replaces it; one asked for while it runs follows it. None is
+// lost, and the RelayConfig still has one probe at a time.
+func TestProbeQueueKeepsTheNewest(t *testing.T) {
+	q := newProbeQueue()
+	job := func(key string) probeJob {
+		return probeJob{rc: types.NamespacedName{Namespace: "team-a", Name: "r-0"}, uid: "r-0", key: key}
+	}
+	q.push(job("old"))
+	q.push(job("new"))
+	j, ok := q.pop()
+	if !ok || j.key != "new" {
+		t.Fatalf("popped %q, %v; want the newest, new", j.key, ok)
+	}
+	q.push(job("newer"))
+	if j, ok := q.pop(); ok {
+		t.Fatalf("popped %q while the RelayConfig's probe runs", j.key)
+	}
+	q.finish(j)
+	if j, ok := q.pop(); !ok || j.key != "newer" {
+		t.Fatalf("after the running probe: popped %q, %v; want newer", j.key, ok)
+	}
+}
+
+// TestProberBound: the provider keeps at most maxProbers probers for
+// ClusterProviderConfigs and, apart from them, maxNamespacedProbers for
+// namespaced ProviderConfigs, one per namespace: a tenant with many
+// namespaced ProviderConfigs takes no ClusterProviderConfig's slot. One no
 // RelayConfig asked for in proberIdle is logged out and makes room.
 func TestProberBound(t *testing.T) {
 	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	ps := newProbers()
 	ps.now = func() time.Time { return now }
-	for i := range maxProbers {
-		if _, err := ps.entry(fmt.Sprint("ProviderConfig/team-", i, "/p"), "c"); err != nil {
+	for i := range maxNamespacedProbers {
+		ns := fmt.Sprint("tenant-", i)
+		if _, err := ps.entry("ProviderConfig/"+ns+"/p", "c", ns); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if _, err := ps.entry("ProviderConfig/tenant-0/q", "c", "tenant-0"); err == nil {
+		t.Error("a second namespaced ProviderConfig's prober joined in one namespace; want one per namespace")
+	}
+	if _, err := ps.entry("ProviderConfig/tenant-x/p", "c", "tenant-x"); err == nil {
+		t.Errorf("namespaced prober %d joined; want the bound of %d", maxNamespacedProbers+1, maxNamespacedProbers)
+	}
+	for i := range maxProbers {
+		if _, err := ps.entry(fmt.Sprint("ClusterProviderConfig/team-", i), "c", ""); err != nil {
+			t.Fatalf("ClusterProviderConfig prober %d beside %d namespaced ones: %v", i+1, maxNamespacedProbers, err)
 		}
 		now = now.Add(time.Minute)
 	}
-	if _, err := ps.entry("ProviderConfig/one-more/p", "c"); err == nil {
+	if _, err := ps.entry("ClusterProviderConfig/one-more", "c", ""); err == nil {
 		t.Fatalf("prober %d joined; want the bound of %d", maxProbers+1, maxProbers)
 	}
-	if _, err := ps.entry("ProviderConfig/team-3/p", "c"); err != nil {
+	if _, err := ps.entry("ClusterProviderConfig/team-3", "c", ""); err != nil {
 		t.Errorf("a prober already kept is refused: %v", err)
 	}
 	now = now.Add(proberIdle - time.Duration(maxProbers-1)*time.Minute + time.Second)
-	if _, err := ps.entry("ProviderConfig/one-more/p", "c"); err != nil {
+	if _, err := ps.entry("ClusterProviderConfig/one-more", "c", ""); err != nil {
 		t.Fatalf("with the first prober idle for %s: %v", proberIdle, err)
 	}
-	if _, kept := ps.joined["ProviderConfig/team-0/p"]; kept {
+	if _, kept := ps.joined["ClusterProviderConfig/team-0"]; kept {
 		t.Error("the idle prober is kept")
 	}
-	if _, kept := ps.joined["ProviderConfig/team-3/p"]; !kept {
+	if _, kept := ps.joined["ClusterProviderConfig/team-3"]; !kept {
 		t.Error("a prober used since is logged out")
 	}
 }
