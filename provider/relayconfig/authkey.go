@@ -119,6 +119,11 @@ func (e *external) suppliedKey(ctx context.Context, mg *v1alpha1.RelayConfig, re
 		return authKey, fmt.Sprintf("Secret %s named by spec.authKeySecretRef has no key %q: set spec.authKeySecretRef.key", ref.Name, key), nil
 	}
 	if ref.Mode == v1alpha1.AuthKeyModeInline {
+		if len(v) > maxCachedValue {
+			// Not a Tailscale auth key (tens of bytes); in the config it
+			// would outgrow what the provider's cache keeps of it.
+			return "", fmt.Sprintf("the value under key %q of Secret %s named by spec.authKeySecretRef is %d bytes, more than an auth key's %d at most: put the auth key alone there", key, ref.Name, len(v), maxCachedValue), nil
+		}
 		return string(v), "", nil
 	}
 	return authKey, "", nil

@@ -226,7 +226,7 @@ func (e *external) writeConfig(ctx context.Context, mg *v1alpha1.RelayConfig) er
 // Secrets: a create refused as AlreadyExists is either ours, not cached
 // yet, or a Secret someone else wrote under that name, never taken over.
 func (e *external) writeSecret(ctx context.Context, mg *v1alpha1.RelayConfig, s *corev1.Secret, field string, fill func()) error {
-	_, err := controllerutil.CreateOrUpdate(ctx, e.kube, s, func() error {
+	_, err := controllerutil.CreateOrUpdate(ctx, uncachedGets{Client: e.kube, read: e.read}, s, func() error {
 		fill()
 		return ownSecret(s, mg, field)
 	})
@@ -236,6 +236,19 @@ func (e *external) writeSecret(ctx context.Context, mg *v1alpha1.RelayConfig, s 
 		}
 	}
 	return err
+}
+
+// uncachedGets reads past the cache and writes through the client: the
+// cache keeps a stripped copy of each Secret (secretcache.go), and an
+// update of that copy would drop what it left out (other labels and
+// annotations, finalizers, owner references).
+type uncachedGets struct {
+	client.Client
+	read client.Reader
+}
+
+func (u uncachedGets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return u.read.Get(ctx, key, obj, opts...)
 }
 
 // notForeign reads Secret name past the cache and says, when it exists and

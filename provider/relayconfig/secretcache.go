@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
@@ -19,8 +20,9 @@ const (
 	// IDs, key references and minted keys are tens of bytes.
 	maxCachedValue = 512
 	// maxCachedConfig bounds the config file: a rendered config with the
-	// largest spec the schema allows is under 4 KiB.
-	maxCachedConfig = 16 << 10
+	// largest spec the schema allows (and an Inline key, at most
+	// maxCachedValue) is under 4 KiB.
+	maxCachedConfig = 8 << 10
 	// maxCachedKeys bounds how many data keys are kept.
 	maxCachedKeys = 4
 	// strippedKey marks a Secret that held more than the cache keeps: its
@@ -38,7 +40,14 @@ func StripSecret(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	s.ManagedFields = nil
+	s.ManagedFields, s.Finalizers = nil, nil
+	// The controller reference is what the provider reads (IsControlledBy);
+	// others, any number a tenant writes, are not kept.
+	if c := metav1.GetControllerOfNoCopy(s); c != nil {
+		s.OwnerReferences = []metav1.OwnerReference{*c}
+	} else {
+		s.OwnerReferences = nil
+	}
 	maps.DeleteFunc(s.Labels, func(k, _ string) bool { return k != LabelManagedBy && k != labelRelay })
 	maps.DeleteFunc(s.Annotations, func(k, v string) bool {
 		return (k != annotationKeyExpires && k != annotationKeyID && k != annotationKeyMinted) || len(v) > maxCachedValue

@@ -2,11 +2,14 @@ package relayconfig
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/peerrelay/peerrelay/provider/tsconfig"
 )
@@ -47,7 +50,10 @@ func TestStripSecret(t *testing.T) {
 			reason: "A tenant's Secret with the provider's label and 1 MiB under a key the provider reads keeps none of it: a cached Secret costs hundreds of bytes, not a mebibyte.",
 			in: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 				Labels:        map[string]string{LabelManagedBy: ManagedBy, "padding": string(big[:63])},
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+				Finalizers:    manyFinalizers(),
+				OwnerReferences: append(manyOwners(),
+					metav1.OwnerReference{Kind: "RelayConfig", Name: "r-0", UID: "u", Controller: ptr.To(true)})},
 				Data: map[string][]byte{tsconfig.FileName: big, stateSecretDeviceIDKey: big, "a": big}},
 			want: want{labels: map[string]string{LabelManagedBy: ManagedBy}, data: map[string][]byte{strippedKey: nil}},
 		},
@@ -78,8 +84,11 @@ func TestStripSecret(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
-			if s.ManagedFields != nil {
-				t.Errorf("%s\nmanaged fields kept", tc.reason)
+			if s.ManagedFields != nil || s.Finalizers != nil {
+				t.Errorf("%s\nmanaged fields or finalizers kept", tc.reason)
+			}
+			if len(s.OwnerReferences) > 1 || (len(tc.in.OwnerReferences) > 0 && metav1.GetControllerOfNoCopy(s) == nil) {
+				t.Errorf("%s\nowner references kept: %d, want only the controller's", tc.reason, len(s.OwnerReferences))
 			}
 		})
 	}
@@ -92,4 +101,23 @@ func TestStripSecretPassesOthers(t *testing.T) {
 	if out.(*corev1.Service).Annotations["a"] != "b" {
 		t.Error("a Service lost its annotations")
 	}
+}
+
+// manyFinalizers and manyOwners are what a tenant may pile on a Secret's
+// metadata: the cache keeps none of the finalizers, and of the owner
+// references only the controller's.
+func manyFinalizers() []string {
+	out := make([]string, 1000)
+	for i := range out {
+		out[i] = fmt.Sprintf("example.com/f-%04d-%s", i, strings.Repeat("x", 200))
+	}
+	return out
+}
+
+func manyOwners() []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 1000)
+	for i := range out {
+		out[i] = metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Thing", Name: fmt.Sprint("t-", i), UID: "u"}
+	}
+	return out
 }
