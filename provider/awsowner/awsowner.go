@@ -8,6 +8,9 @@ package awsowner
 import (
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
 
@@ -33,4 +36,13 @@ func Owned(namespace string, tags map[string]string) bool {
 // message.
 func Wanted(namespace string) string {
 	return "neither tag " + v1alpha1.TagNamespace + "=" + namespace + " nor " + v1alpha1.TagRelay + "=" + namespace + "/…"
+}
+
+// EC2Tags is an EC2 resource's tags as a map, for Owned.
+func EC2Tags(tags []ec2types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
 }

@@ -123,7 +123,7 @@ func (c Checker) checkAllocation(ctx context.Context, obs *v1alpha1.AWSPlacement
 		return fmt.Errorf("describing Elastic IP %s: %w", obs.AllocationID, err)
 	}
 	a := out.Addresses[0]
-	if !awsowner.Owned(c.Namespace, tagMap(a.Tags)) {
+	if !awsowner.Owned(c.Namespace, awsowner.EC2Tags(a.Tags)) {
 		obs.Problems = append(obs.Problems, fmt.Sprintf("Elastic IP %s is not this namespace's: it carries %s; the platform team tags Elastic IPs it sets aside for a namespace",
 			obs.AllocationID, awsowner.Wanted(c.Namespace)))
 		return nil
@@ -165,14 +165,6 @@ func (c Checker) loadBalancerInterface(ctx context.Context, eni string) (bool, e
 		}
 	}
 	return false, nil
-}
-
-func tagMap(tags []ec2types.Tag) map[string]string {
-	m := make(map[string]string, len(tags))
-	for _, t := range tags {
-		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
-	return m
 }
 
 // notFound tells EC2's "no such ID" errors (InvalidSubnetID.NotFound,

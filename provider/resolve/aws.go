@@ -73,7 +73,7 @@ func (a AWSResolver) LoadBalancerAddresses(ctx context.Context, hostname, name, 
 		}
 		addrs, allocs := Addresses(lb)
 		if len(allocs) > 0 {
-			pub, err := a.publicIPs(ctx, allocs)
+			pub, err := a.publicIPs(ctx, allocs, "")
 			if err != nil {
 				return nil, err
 			}
@@ -92,7 +92,9 @@ func (a AWSResolver) PlacedLoadBalancerAddresses(ctx context.Context, name, allo
 	if err != nil || len(addrs) > 0 || allocationID == "" {
 		return addrs, err
 	}
-	return a.publicIPs(ctx, []string{allocationID})
+	// The spec's allocation, which the tenant writes: its address only
+	// when it is tagged for the namespace.
+	return a.publicIPs(ctx, []string{allocationID}, namespace)
 }
 
 // owned returns ErrNotOwned, naming only the field and the tags wanted,
@@ -140,7 +142,9 @@ func Addresses(lb elbtypes.LoadBalancer) ([]netip.Addr, []string) {
 	return addrs, allocs
 }
 
-func (a AWSResolver) publicIPs(ctx context.Context, allocs []string) ([]netip.Addr, error) {
+// publicIPs returns the allocations' public addresses; with namespace set,
+// only those of allocations tagged for it.
+func (a AWSResolver) publicIPs(ctx context.Context, allocs []string, namespace string) ([]netip.Addr, error) {
 	if a.EC2 == nil {
 		return nil, nil
 	}
@@ -150,6 +154,9 @@ func (a AWSResolver) publicIPs(ctx context.Context, allocs []string) ([]netip.Ad
 	}
 	var addrs []netip.Addr
 	for _, ad := range out.Addresses {
+		if namespace != "" && !awsowner.Owned(namespace, awsowner.EC2Tags(ad.Tags)) {
+			continue
+		}
 		if ad.PublicIp != nil {
 			if ip, err := netip.ParseAddr(*ad.PublicIp); err == nil {
 				addrs = append(addrs, ip)

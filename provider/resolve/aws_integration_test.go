@@ -3,6 +3,8 @@ package resolve
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +105,39 @@ func TestAWSLoadBalancerOwnership(t *testing.T) {
 			}
 			if _, err := a.PlacedLoadBalancerAddresses(ctx, tc.name, "", "team-a"); !errors.Is(err, ErrNotOwned) {
 				t.Errorf("%s\nPlacedLoadBalancerAddresses: want ErrNotOwned, got %v", tc.reason, err)
+			}
+		})
+	}
+}
+
+// TestPlacedLoadBalancerFallbackOwnership: a placed load balancer whose
+// per-zone addresses AWS leaves out (moto does) answers on its Elastic
+// IP's address, but only on an Elastic IP tagged for the namespace: the
+// allocation comes from the spec, which the tenant writes, and another
+// team's address must not be advertised as the tenant's.
+func TestPlacedLoadBalancerFallbackOwnership(t *testing.T) {
+	m := cloud.StartMoto(t)
+	ctx := context.Background()
+	e, l := m.AWSClients()
+	a := AWSResolver{ELB: l, EC2: e}
+	n := m.CreateAWSNetwork(t, "team-a")
+	m.CreatePlacedNLB(t, "mine", n.PublicSubnet, n.FreeAllocations[0], cloud.NamespaceTags("team-a"))
+	for name, tc := range map[string]struct {
+		alloc string
+		want  bool
+	}{
+		"Owned":   {alloc: n.FreeAllocations[0], want: true},
+		"Foreign": {alloc: n.ForeignAllocation},
+	} {
+		t.Run(name, func(t *testing.T) {
+			addrs, err := a.PlacedLoadBalancerAddresses(ctx, "mine", tc.alloc, "team-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ip := m.PublicIP(t, tc.alloc)
+			got := slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.String() == ip })
+			if got != tc.want {
+				t.Errorf("addresses %v include %s (%s): %v, want %v", addrs, ip, tc.alloc, got, tc.want)
 			}
 		})
 	}
