@@ -85,6 +85,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 	s.applyPeerRelay(t, evilNamespace, "legit", "replicas: 2\nhostnamePrefix: relay\ntailnet: "+ownTailnet+"\ntags: [\""+ownTag+"\"]")
 	s.waitReady(ctx, t, evilNamespace, "legit", 3*time.Minute)
 	own := s.recordDevices(ctx, t, api, evilNamespace, 2)
+	s.keySecretLoop(ctx, t, api, "legit-0")
 	// A victim's device ID in a replica's state Secret: same hostname as
 	// that replica, created minutes ago.
 	victimID, tampered := victimDevices["relay-1"], own["legit-1"]
@@ -352,3 +353,33 @@ func mintedTags(c tailnettest.Call) []string {
 	}
 	return tags
 }
+
+// keySecretLoop deletes replica's minted key Secret again and again, as a
+// tenant after an unlimited supply of pre-authorised keys would, and
+// checks that no key is minted for it: its device is logged in, so its
+// config needs none (and were it not, the replica's own throttle and its
+// namespace's mint budget would bound the keys: TestMintBudgets).
+func (s *system) keySecretLoop(ctx context.Context, t *testing.T, api *tailnettest.FakeAPI, replica string) {
+	t.Helper()
+	keys := func() int {
+		n := 0
+		for _, c := range api.Recorded() {
+			if c.Method == "POST" && c.Path == "/api/v2/tailnet/-/keys" && c.Body["description"] == "peer relay "+evilNamespace+"/"+replica {
+				n++
+			}
+		}
+		return n
+	}
+	before := keys()
+	for i := range 5 {
+		err := s.Admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: evilNamespace, Name: replica + "-authkey"}})
+		if err != nil && !kerrors.IsNotFound(err) {
+			t.Fatalf("deleting the key Secret (%d): %v", i, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if n := keys() - before; n > 0 {
+		t.Errorf("%d keys minted for %s while its key Secret was deleted again and again; its device is logged in, so none is needed", n, replica)
+	}
+}
+
