@@ -437,8 +437,8 @@ func at(v any, path string) any {
 // one composed under the 32-bit name of earlier versions keeps it, and no
 // other name read back from the cluster is taken.
 func TestLoadBalancerName(t *testing.T) {
-	short := &relay{Base: "my-relay", Name: "my-relay", Namespace: "team-a"}
-	long := &relay{Base: "a-very-long-peer-relay-name-for-the-edge", Name: "a-very-long-peer-relay-name-for-the-edge", Namespace: "team-a"}
+	short := &relay{relaySpec: relaySpec{Base: "my-relay", Name: "my-relay", Namespace: "team-a"}}
+	long := &relay{relaySpec: relaySpec{Base: "a-very-long-peer-relay-name-for-the-edge", Name: "a-very-long-peer-relay-name-for-the-edge", Namespace: "team-a"}}
 	cases := map[string]struct {
 		reason   string
 		r        *relay

@@ -17,7 +17,7 @@ const (
 // defaults applies, in order, the PeerRelay's own values, the Input's
 // composition-level defaults and the built-in ones.
 func defaults(in inputs, spec v1alpha1.PeerRelaySpec, fin *fnv1alpha1.Input) (*relay, error) {
-	r := &relay{Name: in.Name, Namespace: in.Namespace, Spec: spec, Cloud: fin.Cloud}
+	r := &relay{relaySpec: relaySpec{Name: in.Name, Namespace: in.Namespace, Spec: spec, Cloud: fin.Cloud}}
 	if r.Namespace == "" {
 		r.Legacy = true
 		r.XRBase, _ = baseName(in.Name)

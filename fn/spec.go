@@ -26,8 +26,16 @@ var crossplaneSpecFields = []string{
 	"environmentConfigRefs",
 }
 
-// relay is a PeerRelay with every default applied: what the builders read.
+// relay is one PeerRelay as the function composes it: the user's spec
+// with every default applied (relaySpec), and what the function decided
+// from it and from what was observed (relayPlan).
 type relay struct {
+	relaySpec
+	relayPlan
+}
+
+// relaySpec is the PeerRelay the user wrote, every default applied.
+type relaySpec struct {
 	// Name and Namespace of the PeerRelay the user wrote: the XR's own for
 	// a v2 XR, the claim's for a legacy XR.
 	Name      string
@@ -38,19 +46,7 @@ type relay struct {
 	// BaseReason says why Base differs from Name, or is empty.
 	BaseReason string
 
-	Spec v1alpha1.PeerRelaySpec
-	// Pod is the ProxyClass (if any) with spec.pod layered on top.
-	Pod podSettings
-	// ProxyClassProblem says why spec.proxyClass does not apply (no CRD,
-	// no such ProxyClass), once Crossplane has looked.
-	ProxyClassProblem string
-	// proxyClassCRD is true once the ProxyClass CRD is known to exist.
-	proxyClassCRD bool
-	// podMonitorCRD is nil until Crossplane looked for the PodMonitor CRD,
-	// then whether it exists.
-	podMonitorCRD *bool
-	// existing is inputs.Existing (see composable).
-	existing []string
+	Spec     v1alpha1.PeerRelaySpec
 	Replicas int
 	Port     int32
 	Tags     []string
@@ -65,6 +61,25 @@ type relay struct {
 	// its own (cluster-unique) name.
 	Legacy bool
 	XRBase string
+}
+
+// relayPlan is what the function decided from the spec and what Crossplane
+// supplied: the pod settings, what does not apply and why, which objects
+// may be composed yet, and the AWS placement.
+type relayPlan struct {
+	// Pod is the ProxyClass (if any) with spec.pod layered on top.
+	Pod podSettings
+	// ProxyClassProblem says why spec.proxyClass does not apply (no CRD,
+	// no such ProxyClass, not offered to the namespace), once Crossplane
+	// has looked.
+	ProxyClassProblem string
+	// proxyClassCRD is true once the ProxyClass CRD is known to exist.
+	proxyClassCRD bool
+	// podMonitorCRD is nil until Crossplane looked for the PodMonitor CRD,
+	// then whether it exists.
+	podMonitorCRD *bool
+	// existing is inputs.Existing (see composable).
+	existing []string
 	// AWS places replicas on AWS; nil unless spec.aws pins them to subnets.
 	AWS *awsPlan
 }
