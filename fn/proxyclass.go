@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"strings"
@@ -180,23 +181,28 @@ func layerPod(pc *proxyClass, spec *v1alpha1.PodSpec) podSettings {
 	if spec.Image != "" {
 		s.Image = spec.Image
 	}
-	if spec.NodeSelector != nil {
-		s.NodeSelector = spec.NodeSelector
-	}
-	if spec.Tolerations != nil {
-		s.Tolerations = spec.Tolerations
-	}
-	if spec.Affinity != nil {
-		s.Affinity = spec.Affinity
-	}
-	if spec.Resources != nil {
-		s.Resources = spec.Resources
-	}
-	if spec.ImagePullSecrets != nil {
-		s.ImagePullSecrets = spec.ImagePullSecrets
-	}
-	if spec.SecurityContext != nil {
-		s.SecurityContext = spec.SecurityContext
-	}
+	// A field spec.pod sets (non-nil, even empty) wins.
+	s.NodeSelector = orMap(spec.NodeSelector, s.NodeSelector)
+	s.Tolerations = orSlice(spec.Tolerations, s.Tolerations)
+	s.Affinity = cmp.Or(spec.Affinity, s.Affinity)
+	s.Resources = cmp.Or(spec.Resources, s.Resources)
+	s.ImagePullSecrets = orSlice(spec.ImagePullSecrets, s.ImagePullSecrets)
+	s.SecurityContext = cmp.Or(spec.SecurityContext, s.SecurityContext)
 	return s
+}
+
+// orSlice is v when it is set (non-nil, even empty), else def.
+func orSlice[E any](v, def []E) []E {
+	if v != nil {
+		return v
+	}
+	return def
+}
+
+// orMap is v when it is set (non-nil, even empty), else def.
+func orMap[K comparable, V any](v, def map[K]V) map[K]V {
+	if v != nil {
+		return v
+	}
+	return def
 }

@@ -252,24 +252,10 @@ func validateAWS(path *field.Path, s *v1alpha1.PeerRelaySpec, replicas int) (err
 		errs = append(errs, field.Invalid(path.Child("vpcID"), a.VPCID, "must match "+vpcIDPattern.String()))
 	}
 	pinned := len(eips) > 0 || len(a.Subnets) > 0
-	switch a.LoadBalancer {
-	case "", v1alpha1.LoadBalancerController:
-	case v1alpha1.LoadBalancerManaged:
-		if !pinned {
-			errs = append(errs, field.Invalid(path.Child("loadBalancer"), a.LoadBalancer, "Managed needs spec.aws.elasticIPs or spec.aws.subnets: each replica's load balancer is placed in its subnet with its Elastic IP"))
-		}
-	default:
-		errs = append(errs, field.NotSupported(path.Child("loadBalancer"), a.LoadBalancer, []v1alpha1.LoadBalancerMode{v1alpha1.LoadBalancerController, v1alpha1.LoadBalancerManaged}))
-	}
-	switch a.ZonePlacement {
-	case "", v1alpha1.ZonePlacementAny:
-	case v1alpha1.ZonePlacementPerReplica:
-		if !pinned {
-			errs = append(errs, field.Invalid(path.Child("zonePlacement"), a.ZonePlacement, "PerReplica needs spec.aws.elasticIPs or spec.aws.subnets: a replica runs in the zone of its subnet"))
-		}
-	default:
-		errs = append(errs, field.NotSupported(path.Child("zonePlacement"), a.ZonePlacement, []v1alpha1.ZonePlacement{v1alpha1.ZonePlacementAny, v1alpha1.ZonePlacementPerReplica}))
-	}
+	errs = append(errs, pinnedMode(path.Child("loadBalancer"), a.LoadBalancer, v1alpha1.LoadBalancerController, v1alpha1.LoadBalancerManaged, pinned,
+		"Managed needs spec.aws.elasticIPs or spec.aws.subnets: each replica's load balancer is placed in its subnet with its Elastic IP")...)
+	errs = append(errs, pinnedMode(path.Child("zonePlacement"), a.ZonePlacement, v1alpha1.ZonePlacementAny, v1alpha1.ZonePlacementPerReplica, pinned,
+		"PerReplica needs spec.aws.elasticIPs or spec.aws.subnets: a replica runs in the zone of its subnet")...)
 	return errs
 }
 
@@ -320,4 +306,19 @@ func imageTooOld(image string) string {
 		return ""
 	}
 	return fmt.Sprintf("image %s is too old: a peer relay's config file needs tailscale v%s or later (set spec.pod.image, the ProxyClass's tailscaleContainer.image, or the function Input's image)", image, minImageVersion)
+}
+
+// pinnedMode checks a two-valued mode of spec.aws: unset or def, or
+// needsPins, which only replicas pinned to subnets (pinned) can have.
+func pinnedMode[M ~string](path *field.Path, m, def, needsPins M, pinned bool, why string) field.ErrorList {
+	switch m {
+	case "", def:
+		return nil
+	case needsPins:
+		if !pinned {
+			return field.ErrorList{field.Invalid(path, m, why)}
+		}
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, m, []M{def, needsPins})}
 }
