@@ -382,4 +382,3 @@ func (s *system) keySecretLoop(ctx context.Context, t *testing.T, api *tailnette
 		t.Errorf("%d keys minted for %s while its key Secret was deleted again and again; its device is logged in, so none is needed", n, replica)
 	}
 }
-
