@@ -168,10 +168,10 @@ func (ps *probers) current(key string, j *joinedProber) bool {
 func (ps *probers) room(key, namespace string) error {
 	cluster, namespaced := 0, 0
 	for k, j := range ps.joined {
-		switch {
-		case j.namespace == "":
+		switch j.namespace {
+		case "":
 			cluster++
-		case j.namespace == namespace:
+		case namespace:
 			return fmt.Errorf("namespace %s runs a prober already, for %s: one namespaced ProviderConfig per namespace may probe", namespace, strings.Fields(k)[0])
 		default:
 			namespaced++
