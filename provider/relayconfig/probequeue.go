@@ -58,6 +58,11 @@ func newProbeQueue() *probeQueue {
 func (q *probeQueue) push(j probeJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.pushLocked(j)
+}
+
+// pushLocked is push with q.mu held.
+func (q *probeQueue) pushLocked(j probeJob) {
 	if q.queued[j.uid] {
 		ns := j.rc.Namespace
 		if i := slices.IndexFunc(q.waiting[ns], func(w probeJob) bool { return w.uid == j.uid }); i >= 0 {
@@ -110,12 +115,9 @@ func (q *probeQueue) finish(j probeJob) {
 	}
 	q.signal()
 	if next, ok := q.next[j.uid]; ok {
-		// A change came while it ran: probed next, its namespace's turn
-		// kept.
+		// A change came while it ran: queued now, as any other probe.
 		delete(q.next, j.uid)
-		q.mu.Unlock()
-		q.push(next)
-		q.mu.Lock()
+		q.pushLocked(next)
 	}
 }
 
