@@ -33,7 +33,7 @@ import (
 //   - writes: API write requests per address change, from kube-apiserver's
 //     audit log (every write but lease renewals; audited), counted for the
 //     changed relay's objects in the 3 s after its change, the benchmark's
-//     own writes left out; then both at rest for restWindow, each system's
+//     own writes left out; then both at rest for $REST (1m), each system's
 //     write requests and object changes (watch events of its objects).
 func BenchmarkSideBySide(b *testing.B) {
 	s := startInstalled(b, options{bench: true, hollow: true, audit: true})
@@ -113,9 +113,10 @@ func BenchmarkSideBySide(b *testing.B) {
 		}
 	})
 
-	for _, replicas := range []int{1, 10} {
+	for _, replicas := range envInts(b, "SIDE_REPLICAS", []int{1, 10, 30}) {
 		b.Run(fmt.Sprintf("apply/replicas=%d", replicas), func(b *testing.B) {
 			toConfigured, toReady := map[string][]time.Duration{}, map[string][]time.Duration{}
+			var tokens []int
 			i := 0
 			for b.Loop() {
 				for _, x := range []*sideSystem{sys[i%2], sys[(i+1)%2]} {
@@ -131,9 +132,13 @@ func BenchmarkSideBySide(b *testing.B) {
 						b.Fatal(err)
 					}
 					toConfigured[x.name], toReady[x.name] = append(toConfigured[x.name], configured.Sub(start)), append(toReady[x.name], ready.Sub(start))
-					if x.name == "peerrelay" && i < 2 {
+					if x.name == "peerrelay" {
 						// What Crossplane's watch circuit breaker counted.
-						b.Logf("%s: watch events of its composed objects until ready: %v", name, s.writes.composedEvents(ns, name))
+						t := s.writes.breakerTokens(ns, name)
+						tokens = append(tokens, total(t))
+						if i < 2 {
+							b.Logf("%s: breaker tokens until ready, by resource: %v", name, t)
+						}
 					}
 					b.StopTimer()
 					x.delete(b, name)
@@ -149,6 +154,8 @@ func BenchmarkSideBySide(b *testing.B) {
 			// watch circuit breaker: that is part of what they wait for,
 			// so it is counted, not refused.
 			b.ReportMetric(float64(s.breakersOpened(ns, fmt.Sprintf("apply-%d-", replicas))), "peerrelay-breakers-opened")
+			slices.Sort(tokens)
+			b.ReportMetric(float64(tokens[len(tokens)/2]), "peerrelay-breaker-tokens-p50")
 		})
 	}
 
@@ -173,18 +180,20 @@ func BenchmarkSideBySide(b *testing.B) {
 		for _, x := range sys {
 			b.ReportMetric(float64(writes[x.name])/float64(changes), x.name+"-writes/change")
 		}
-		start, rest := time.Now(), map[string]int{}
+		rest := envDuration(b, "REST", time.Minute)
+		start, before := time.Now(), map[string]int{}
 		for _, x := range sys {
-			rest[x.name] = x.changes()
+			before[x.name] = x.changes()
 		}
-		time.Sleep(restWindow)
+		time.Sleep(rest)
 		for _, x := range sys {
 			w := s.audited(b, start, time.Now(), x.writerOf(""))
 			if len(w) > 0 {
-				b.Logf("%s: the writes at rest: %v", x.name, w)
+				b.Logf("%s: the writes at rest over %v: %v", x.name, rest, w)
+				b.Logf("%s: the writes at rest by object: %v", x.name, s.auditedByObject(b, start, time.Now(), x.writerOf("")))
 			}
-			b.ReportMetric(float64(total(w))/restWindow.Minutes(), x.name+"-at-rest-writes/min")
-			b.ReportMetric(float64(x.changes()-rest[x.name])/restWindow.Minutes(), x.name+"-at-rest-changes/min")
+			b.ReportMetric(float64(total(w))/rest.Minutes(), x.name+"-at-rest-writes/min")
+			b.ReportMetric(float64(x.changes()-before[x.name])/rest.Minutes(), x.name+"-at-rest-changes/min")
 		}
 	})
 }
@@ -200,9 +209,6 @@ func (s *system) breakersOpened(ns, prefix string) int {
 	}
 	return n
 }
-
-// restWindow is how long the systems are watched at rest.
-const restWindow = time.Minute
 
 // sideSystem is one of the two systems BenchmarkSideBySide drives.
 type sideSystem struct {
@@ -329,14 +335,27 @@ type auditEvent struct {
 // kubectl's) are not counted.
 func (s *system) audited(b *testing.B, from, to time.Time, mine func(auditEvent) bool) map[string]int {
 	b.Helper()
-	f, err := os.Open(s.auditLog)
+	n := map[string]int{}
+	s.eachAudited(b, from, to, func(e auditEvent, writer string) {
+		if mine(e) {
+			n[fmt.Sprintf("%s %s %s", writer, e.Verb, strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/"))]++
+		}
+	})
+	return n
+}
+
+// eachAudited calls f with every write in kube-apiserver's audit log
+// answered between from and to, and its writer (its user agent's
+// program), but the benchmark's own (the cloud's, kubectl's).
+func (s *system) eachAudited(b *testing.B, from, to time.Time, f func(e auditEvent, writer string)) {
+	b.Helper()
+	file, err := os.Open(s.auditLog)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
+	defer func() { _ = file.Close() }()
 	self := filepath.Base(os.Args[0]) + "/"
-	n := map[string]int{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(file)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var e auditEvent
@@ -346,14 +365,24 @@ func (s *system) audited(b *testing.B, from, to time.Time, mine func(auditEvent)
 		if e.StageTimestamp.Before(from) || e.StageTimestamp.After(to) || strings.HasPrefix(e.UserAgent, self) || strings.HasPrefix(e.UserAgent, "kubectl/") {
 			continue
 		}
-		if mine(e) {
-			writer, _, _ := strings.Cut(e.UserAgent, "/")
-			n[fmt.Sprintf("%s %s %s", writer, e.Verb, strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/"))]++
-		}
+		writer, _, _ := strings.Cut(e.UserAgent, "/")
+		f(e, writer)
 	}
 	if err := sc.Err(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// auditedByObject is audited keyed by object instead: writer, verb and
+// resource/name, for the writes at rest.
+func (s *system) auditedByObject(b *testing.B, from, to time.Time, mine func(auditEvent) bool) map[string]int {
+	b.Helper()
+	n := map[string]int{}
+	s.eachAudited(b, from, to, func(e auditEvent, writer string) {
+		if mine(e) {
+			n[fmt.Sprintf("%s %s %s/%s", writer, e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name)]++
+		}
+	})
 	return n
 }
 

@@ -31,25 +31,8 @@ import (
 // machine cannot run 900 tailscaleds, and what is measured is the control
 // plane a platform pays for.
 func BenchmarkSystemScale(b *testing.B) {
-	counts := []int{10, 100, 300}
-	if v := os.Getenv("SCALE_PEERRELAYS"); v != "" {
-		counts = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				b.Fatalf("SCALE_PEERRELAYS=%q: want counts such as 10,100,300", v)
-			}
-			counts = append(counts, n)
-		}
-	}
-	steady := 5 * time.Minute
-	if v := os.Getenv("STEADY"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			b.Fatalf("STEADY=%q: %v", v, err)
-		}
-		steady = d
-	}
+	counts := envInts(b, "SCALE_PEERRELAYS", []int{10, 100, 300})
+	steady := envDuration(b, "STEADY", 5*time.Minute)
 	for _, n := range counts {
 		b.Run(fmt.Sprintf("peerrelays=%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -209,4 +192,36 @@ func total(m map[string]int) int {
 		t += v
 	}
 	return t
+}
+
+// envInts reads a benchmark's comma-separated counts from the environment
+// (e.g. SCALE_PEERRELAYS=10,100,300), or gives def.
+func envInts(b *testing.B, name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want positive counts such as 10,100,300", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// envDuration reads a benchmark's duration from the environment (e.g.
+// STEADY=5m), or gives def.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
 }

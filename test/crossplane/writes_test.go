@@ -30,9 +30,10 @@ type writeCounter struct {
 	mu           sync.Mutex
 	writes       map[string]int // resource namespace/name/uid
 	unresponsive map[string]string
-	// events counts watch events of composed objects by namespace,
-	// composite and resource: what Crossplane's per-XR watch circuit
-	// breaker counts.
+	// events counts the tokens watch events take from Crossplane's per-XR
+	// watch circuit breaker, by namespace, composite and resource: an
+	// update costs two (controller-runtime maps its old and its new
+	// object), a create or delete one; the XR's own updates count too.
 	events map[string]int
 	start  time.Time
 	last   map[string]*unstructured.Unstructured
@@ -71,6 +72,10 @@ func (w *writeCounter) run(ctx context.Context, cfg *rest.Config) {
 		{Version: "v1", Resource: "services"},
 		{Version: "v1", Resource: "secrets"},
 		{Version: "v1", Resource: "pods"},
+		{Version: "v1", Resource: "serviceaccounts"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 	} {
 		wg.Go(func() { w.watch(ctx, dc, gvr) })
 	}
@@ -113,6 +118,11 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 		w.last["xr "+key] = u
 	}
 	if resource == "pods" {
+		// The function requires its PeerRelay's pods by label: their
+		// events cost the breaker tokens too.
+		if l := u.GetLabels(); l["app.kubernetes.io/name"] == "peerrelay" {
+			w.spend(u.GetNamespace()+"/"+l["app.kubernetes.io/instance"]+" pods", t)
+		}
 		if os.Getenv("PEERRELAY_TEST_WRITES") != "" {
 			st, _ := condition(u, "Ready")
 			fmt.Fprintf(os.Stderr, "POD %s %s/%s %.1fs: Ready=%s\n", t, u.GetNamespace(), u.GetName(), time.Since(w.start).Seconds(), st)
@@ -135,11 +145,12 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 			w.last[key] = u
 		}
 	}
-	if xr := u.GetLabels()["crossplane.io/composite"]; xr != "" {
-		if w.events == nil {
-			w.events = map[string]int{}
-		}
-		w.events[u.GetNamespace()+"/"+xr+" "+resource]++
+	xr := u.GetLabels()["crossplane.io/composite"]
+	if resource == "peerrelays" {
+		xr = u.GetName()
+	}
+	if xr != "" {
+		w.spend(u.GetNamespace()+"/"+xr+" "+resource, t)
 	}
 	if st, msg := condition(u, v1alpha1.ConditionResponsive); st == "False" {
 		if w.unresponsive == nil {
@@ -151,9 +162,21 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 	}
 }
 
-// composedEvents returns the watch events counted for the composed objects
-// of XR ns/xr, by resource.
-func (w *writeCounter) composedEvents(ns, xr string) map[string]int {
+// spend counts the breaker tokens of one watch event under key.
+func (w *writeCounter) spend(key string, t watch.EventType) {
+	if w.events == nil {
+		w.events = map[string]int{}
+	}
+	tokens := 1
+	if t == watch.Modified {
+		tokens = 2
+	}
+	w.events[key] += tokens
+}
+
+// breakerTokens returns the circuit breaker tokens the watch events of XR
+// ns/xr, its composed objects and its pods took, by resource.
+func (w *writeCounter) breakerTokens(ns, xr string) map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := map[string]int{}
@@ -238,8 +261,8 @@ func (s *system) quiet(ctx context.Context, t *testing.T) {
 		t.Fatalf("want %d RelayConfigs counted, got %v", replicas, converged)
 	}
 	t.Logf("writes per RelayConfig to converge (create included): %v (mean %.1f)", converged, float64(total)/float64(len(keys)))
-	t.Logf("watch events on composed objects of %s/%s, by resource: %v; of the README's my-relay over the whole run: %v",
-		ns, name, s.writes.composedEvents(ns, name), s.writes.composedEvents("team-a", "my-relay"))
+	t.Logf("breaker tokens of %s/%s, by resource: %v; of the README's my-relay over the whole run: %v",
+		ns, name, s.writes.breakerTokens(ns, name), s.writes.breakerTokens("team-a", "my-relay"))
 	for _, k := range keys {
 		if steady[k] != converged[k] {
 			t.Errorf("RelayConfig %s written %d more times in 20 s with nothing changing", k, steady[k]-converged[k])
