@@ -3,6 +3,8 @@ package fn
 import (
 	"testing"
 
+	xpresource "github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/google/go-cmp/cmp"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +49,53 @@ func TestDisruptionBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, disruptionBudget(tc.r)); diff != "" {
 				t.Errorf("%s\nPodDisruptionBudget (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDisruptionBudgetDue(t *testing.T) {
+	one, two := func(r *relay) { r.Replicas = 1 }, func(r *relay) { r.Replicas = 2 }
+	pdb := observedState{observed: map[xpresource.Name]xpresource.ObservedComposed{keyDisruptionBudget: {Resource: composed.New()}}}
+	cases := map[string]struct {
+		reason string
+		r      *relay
+		obs    observedState
+		pods   []bool // each replica's pod ready
+		want   bool
+	}{
+		"OneReplica": {
+			reason: "A budget of one unavailable over a single replica protects nothing: not composed.",
+			r:      testRelay(t, one), pods: []bool{true}, want: false,
+		},
+		"OneReplicaWithBudget": {
+			reason: "A budget the spec sets (maxUnavailable 0 keeps the only relay from eviction) is composed.",
+			r: testRelay(t, one, func(r *relay) {
+				r.Spec.DisruptionBudget = &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromInt32(0))}
+			}),
+			pods: []bool{true}, want: true,
+		},
+		"PodsComingUp": {
+			reason: "While the pods come up its status would change with each: not composed yet.",
+			r:      testRelay(t, two), pods: []bool{true, false}, want: false,
+		},
+		"PodsReady": {
+			reason: "Every pod ready: composed.",
+			r:      testRelay(t, two), pods: []bool{true, true}, want: true,
+		},
+		"Kept": {
+			reason: "Once composed it stays while a pod is down: that is when it protects.",
+			r:      testRelay(t, two), obs: pdb, pods: []bool{false, false}, want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var sum summary
+			for _, ready := range tc.pods {
+				sum.replicas = append(sum.replicas, replicaObservation{podReady: ready})
+			}
+			if got := disruptionBudgetDue(tc.r, tc.obs, sum); got != tc.want {
+				t.Errorf("%s\ndisruptionBudgetDue: want %v, got %v", tc.reason, tc.want, got)
 			}
 		})
 	}

@@ -20,12 +20,21 @@ import (
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 )
 
-// Response TTLs: come back soon while replicas wait for endpoints or pods,
-// or while Crossplane does not hear the PeerRelay's events (unresponsive);
-// with realtime compositions the TTL is the only requeue.
+// Response TTLs, Crossplane's only requeue of an XR with realtime
+// compositions. Every input is watched (composed resources, required pods
+// and ProxyClass), so the TTL is a backstop:
+//   - ttlPending: soon, while replicas wait for endpoints or pods;
+//   - ttlReady: a ready PeerRelay whose events Crossplane hears is composed
+//     again only when something changes, or on Crossplane's informer resync
+//     (--sync-interval, 1h): each pass re-applies every composed object;
+//   - ttlUnheard: a ready PeerRelay whose watch circuit breaker is open
+//     (Responsive=False): Crossplane may drop a change (a scale, say), and
+//     no later event may come to carry it. Not ttlPending: the breaker
+//     stays open until an event comes, at rest possibly for hours.
 const (
 	ttlPending = 15 * time.Second
-	ttlReady   = 5 * time.Minute
+	ttlReady   = time.Hour
+	ttlUnheard = time.Minute
 )
 
 // Function runs the PeerRelay composition step.
@@ -64,7 +73,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	if err := f.desire(req, rsp, c, obs, sum); err != nil {
 		return err
 	}
-	if err := setStatus(req, rsp, sum.status); err != nil {
+	if err := setStatus(req, rsp, sum); err != nil {
 		return err
 	}
 	reportTransitions(rsp, transitions(obs.last.Replicas, sum.status.Replicas))
@@ -122,6 +131,9 @@ func (f *Function) desire(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRes
 	}
 	hold := rollout(r, obs, sum, want)
 	for _, o := range c.objs {
+		if o.key == keyDisruptionBudget && !disruptionBudgetDue(r, obs, sum) {
+			continue
+		}
 		// The cached object itself: SetDesiredComposedResources only reads
 		// it, into a new Struct.
 		obj := o.obj
@@ -129,7 +141,12 @@ func (f *Function) desire(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRes
 			sts, _ := obs.get(o.key)
 			obj = asObserved(sts)
 		}
-		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: obj, Ready: readiness(o.key, r, obs, sum)}
+		// Ready: the PeerRelay's readiness is the function's own (setStatus),
+		// so Crossplane reads a composed resource's only to send an event
+		// per unready resource per pass, and the XR's Ready message would
+		// list them anew on every pass: writes, events and watch events
+		// that say less than PeerRelayReady's message already does.
+		desired[resource.Name(o.key)] = &resource.DesiredComposed{Resource: obj, Ready: resource.ReadyTrue}
 	}
 	if len(hold) > 0 {
 		f.Log.Debug("rolling out a new pod template one replica at a time", "namespace", r.Namespace, "name", r.Name, "waiting", len(hold))
@@ -151,8 +168,9 @@ func setConditions(rsp *fnv1.RunFunctionResponse, xr *resource.Composite, sum su
 	var cond *response.ConditionOption
 	if sum.ready {
 		cond = response.ConditionTrue(rsp, string(v1alpha1.ConditionPeerRelayReady), string(sum.reason))
-		if !unresponsive(xr) {
-			rsp.Meta.Ttl = durationpb.New(ttlReady)
+		rsp.Meta.Ttl = durationpb.New(ttlReady)
+		if unresponsive(xr) {
+			rsp.Meta.Ttl = durationpb.New(ttlUnheard)
 		}
 	} else {
 		cond = response.ConditionFalse(rsp, string(v1alpha1.ConditionPeerRelayReady), string(sum.reason))

@@ -94,10 +94,6 @@ const (
 	keyPrefixTarget       = "target-"
 )
 
-// awsKeyPrefixes are the AWS managed resources' keys, which are ready when
-// their provider says so.
-var awsKeyPrefixes = []string{keyPrefixEIP, keyPrefixLoadBalancer, keyPrefixTargetGroup, keyPrefixListener, keyPrefixTarget}
-
 func svcKey(i int) string         { return keyPrefixService + strconv.Itoa(i) }
 func relayConfigKey(i int) string { return keyPrefixRelayConfig + strconv.Itoa(i) }
 func statefulSetKey(i int) string { return keyPrefixStatefulSet + strconv.Itoa(i) }

@@ -37,9 +37,7 @@ func lastStatus(xr *resource.Composite) v1alpha1.PeerRelayStatus {
 }
 
 // unresponsive says whether Crossplane's watch circuit breaker is open on
-// the PeerRelay. A change made meanwhile (a scale, say) may be dropped, and
-// no later event may come to carry it: the function's TTL, Crossplane's
-// only requeue of an XR with realtime compositions, must then stay short.
+// the PeerRelay (ttlUnheard).
 func unresponsive(xr *resource.Composite) bool {
 	return xr.Resource.GetCondition(v1alpha1.ConditionResponsive).Status == corev1.ConditionFalse
 }

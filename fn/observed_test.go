@@ -74,7 +74,8 @@ func TestPodReadiness(t *testing.T) {
 
 // TestTTL: a ready PeerRelay is composed again after ttlReady, unless
 // Crossplane's watch circuit breaker is open on it: then a change it drops
-// (a scale, say) must not wait minutes for the next requeue.
+// (a scale, say) must not wait an hour for the next requeue, nor does a
+// ready PeerRelay re-apply everything every ttlPending at rest.
 func TestTTL(t *testing.T) {
 	ready := map[string]string{"service-0": svcWithIP("203.0.113.10"), "relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "statefulset-0": sts(1)}
 	cases := map[string]struct {
@@ -93,10 +94,10 @@ func TestTTL(t *testing.T) {
 			want:     ttlReady,
 		},
 		"ReadyBreakerOpen": {
-			reason:   "A ready PeerRelay whose watch circuit breaker is open comes back soon: Crossplane drops its watch events.",
+			reason:   "A ready PeerRelay whose watch circuit breaker is open comes back within a minute, not every 15 s: Crossplane drops some of its watch events.",
 			observed: ready,
 			status:   `conditions: [{type: Responsive, status: "False", reason: WatchCircuitOpen, lastTransitionTime: "2026-01-01T00:00:00Z"}]`,
-			want:     ttlPending,
+			want:     ttlUnheard,
 		},
 	}
 	for name, tc := range cases {

@@ -11,6 +11,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -277,8 +278,10 @@ func (s summary) tailnetProblem(r *relay) string {
 }
 
 // setStatus writes status.endpoints, status.replicas and status.addresses
-// on the desired XR, keeping whatever earlier steps put there.
-func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v1alpha1.PeerRelayStatus) error {
+// on the desired XR, keeping whatever earlier steps put there, and states
+// the XR's readiness.
+func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, sum summary) error {
+	st := sum.status
 	dxr, err := request.GetDesiredCompositeResource(req)
 	if err != nil {
 		return fmt.Errorf("cannot read the desired PeerRelay: %w", err)
@@ -293,6 +296,12 @@ func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, st v
 		if err := dxr.Resource.SetValue("status."+f, cmp.Or(m[f], empty)); err != nil {
 			return fmt.Errorf("cannot set status.%s: %w", f, err)
 		}
+	}
+	// The XR is Ready exactly when PeerRelayReady is True: every replica
+	// has an endpoint and a ready pod.
+	dxr.Ready = resource.ReadyFalse
+	if sum.ready {
+		dxr.Ready = resource.ReadyTrue
 	}
 	return response.SetDesiredCompositeResource(rsp, dxr)
 }
