@@ -64,11 +64,13 @@ func relayConfig(r *relay, i int) *relayv1alpha1.RelayConfig {
 			Mode: relayv1alpha1.AuthKeyModeFile, MountPath: authKeyMountPath(),
 		}
 	}
+	om := meta(r, name, replicaLabels(r, i))
+	om.Finalizers = []string{relayv1alpha1.Finalizer}
 	return &relayv1alpha1.RelayConfig{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: relayv1alpha1.GroupVersion.String(), Kind: relayv1alpha1.RelayConfigKind,
 		},
-		ObjectMeta: meta(r, name, replicaLabels(r, i)),
+		ObjectMeta: om,
 		Spec: relayv1alpha1.RelayConfigSpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{
 				ProviderConfigReference: &xpv2.ProviderConfigReference{

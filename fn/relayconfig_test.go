@@ -18,7 +18,7 @@ func TestRelayConfig(t *testing.T) {
 	want := func(p relayv1alpha1.RelayConfigParameters) *relayv1alpha1.RelayConfig {
 		return &relayv1alpha1.RelayConfig{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "relay.peerrelay.io/v1alpha1", Kind: "RelayConfig"},
-			ObjectMeta: metav1.ObjectMeta{Name: "my-relay-1", Namespace: "team-a", Labels: labels1},
+			ObjectMeta: metav1.ObjectMeta{Name: "my-relay-1", Namespace: "team-a", Labels: labels1, Finalizers: []string{relayv1alpha1.Finalizer}},
 			Spec: relayv1alpha1.RelayConfigSpec{
 				ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
 				ForProvider:         p,

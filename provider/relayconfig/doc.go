@@ -2,7 +2,7 @@
 // replica's public endpoints and writes its tailscaled config Secret.
 //
 // It runs on crossplane-runtime's managed reconciler, and leaves the
-// reconciler's grain in five places. Each saves writes to the RelayConfig:
+// reconciler's grain in seven places. Each saves writes to the RelayConfig:
 // every write is a watch event on the PeerRelay that composed it, and
 // Crossplane counts those against the PeerRelay's watch circuit breaker. A
 // check in TestReconcilerWrites (grain_test.go) fails when any is removed.
@@ -14,7 +14,7 @@
 //     Once the RelayConfig is being deleted, a missing Secret means nothing
 //     is left to delete, but for a recorded device. Check:
 //     MissingSecretIsUpdated.
-//  2. No external-name initializer (setup.go, reconcilerOptions): the
+//  2. No external-name initializer (setup.go, newReconciler): the
 //     config Secret is named by spec.forProvider.configSecretName, and the
 //     annotation would be one more write. Check: NoExternalName.
 //  3. The finalizer keeps the observation (finalizer.go): the Update that
@@ -30,6 +30,13 @@
 //     writes do not wake a RelayConfig (setup.go, the For predicate), and
 //     the backoff is per RelayConfig (backoff.go). Check:
 //     TestTailscaleAPIOutageUnknownWords, TestAWSResolutionAndOutage.
+//  6. The status update every reconcile ends with is not sent when it
+//     would change nothing (quietstatus.go): a no-op to the API server, no
+//     watch event, but one write request per RelayConfig per poll at rest.
+//     Check: NoOpStatusNotSent.
+//  7. The function composes the RelayConfig with the reconciler's
+//     finalizer (v1alpha1.Finalizer), so the first reconcile does not
+//     write it. Check: TestComposedFinalizer.
 //
 // Its duties, each in its file: admission by the provider config's policy
 // and the clients it grants (connector.go, policy.go, clients.go);

@@ -33,7 +33,7 @@ func TestReconcilerWrites(t *testing.T) {
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
 	mgr := &fake.Manager{Client: kube, Scheme: testScheme()}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), reconcilerOptions(c, kube)...)
+	r := newReconciler(mgr, c)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: rc.Name}}
 
 	reconcileOnce := func(what string) (relayConfigWrites, secretWrites, serviceGets []string) {
@@ -91,18 +91,47 @@ func TestReconcilerWrites(t *testing.T) {
 		}
 	})
 
-	// At rest nothing changes. The reconciler's status update that ends
-	// every reconcile is then a no-op to the API server: no new
-	// resourceVersion, no watch event.
-	_, secretWrites, _ = reconcileOnce("second reconcile")
+	// At rest nothing changes, and nothing is written: not even the
+	// reconciler's status update that ends every reconcile, a no-op to
+	// the API server but a write request all the same.
+	rcWrites, secretWrites, _ = reconcileOnce("second reconcile")
 	if len(secretWrites) > 0 {
 		t.Errorf("a reconcile at rest wrote Secrets %v, want none", secretWrites)
 	}
+	t.Run("NoOpStatusNotSent", func(t *testing.T) {
+		if len(rcWrites) > 0 {
+			t.Errorf("a reconcile at rest wrote %v to the RelayConfig, want nothing", rcWrites)
+		}
+	})
 	again := &v1alpha1.RelayConfig{}
 	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(rc), again); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(stored, again, cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion")); diff != "" {
 		t.Errorf("a reconcile at rest changed the RelayConfig (-before +after):\n%s", diff)
+	}
+}
+
+// TestComposedFinalizer: the function composes every RelayConfig with the
+// managed reconciler's finalizer, so the provider's first reconcile writes
+// the status alone: one write, one watch event on the PeerRelay, fewer.
+func TestComposedFinalizer(t *testing.T) {
+	if v1alpha1.Finalizer != managed.FinalizerName {
+		t.Fatalf("v1alpha1.Finalizer is %q, crossplane-runtime's managed reconciler's is %q", v1alpha1.Finalizer, managed.FinalizerName)
+	}
+	rc := relayConfig(func(rc *v1alpha1.RelayConfig) {
+		rc.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"})
+		rc.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionAll})
+		rc.SetFinalizers([]string{v1alpha1.Finalizer})
+	})
+	kube := newCluster(rc, service(corev1.LoadBalancerIngress{IP: "203.0.113.5"}),
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{})}
+	r := newReconciler(&fake.Manager{Client: kube, Scheme: testScheme()}, c)
+	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: rc.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kube.writesTo("RelayConfig"), []string{"update status RelayConfig/r-0"}; !cmp.Equal(want, got) {
+		t.Errorf("the first reconcile of a RelayConfig composed with its finalizer wrote %v, want %v", got, want)
 	}
 }

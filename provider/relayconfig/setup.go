@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -56,14 +57,14 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// Features is nil in some callers' options.
 		namespacedOverrides: o.Features != nil && o.Features.Enabled(FeatureNamespacedOverrides),
 	}
-	opts := append(reconcilerOptions(c, mgr.GetClient()),
+	opts := []managed.ReconcilerOption{
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(func(mg resource.Managed, poll time.Duration) time.Duration {
 			return nodePollInterval(mg, c.samplers.pollInterval(mg.GetUID(), c.probers.pollInterval(mg.GetUID(), poll)))
 		}),
-	)
+	}
 	// The probe workers run on the leader; the probers are ephemeral
 	// devices, logged out when the provider stops (or loses the lease)
 	// rather than left to expire.
@@ -76,7 +77,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			return err
 		}
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), opts...)
+	r := newReconciler(mgr, c, opts...)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -98,17 +99,16 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		Complete(ratelimiter.NewReconciler(name, newBackoff(r, o.Logger.WithValues("controller", name)), o.GlobalRateLimiter))
 }
 
-// reconcilerOptions are the managed reconciler's options that shape what
-// it writes (doc.go, deviations 2 and 3), shared with the test that counts
-// the writes.
-func reconcilerOptions(c *connector, kube client.Client) []managed.ReconcilerOption {
-	return []managed.ReconcilerOption{
+// newReconciler is the managed reconciler with the options that shape
+// what it writes (doc.go, deviations 2, 3 and 6), shared with the test that
+// counts the writes; opts add the rest.
+func newReconciler(mgr manager.Manager, c *connector, opts ...managed.ReconcilerOption) *managed.Reconciler {
+	return managed.NewReconciler(quietStatusManager{mgr}, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), append([]managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
 		managed.WithManagementPolicies(),
-		managed.WithInitializers(), // no external-name annotation
-
-		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(kube, managed.FinalizerName)}),
-	}
+		managed.WithInitializers(), // no external-name initializer
+		managed.WithFinalizer(statusKeepingFinalizer{resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName)}),
+	}, opts...)...)
 }
 
 // serviceRefName is the serviceIndex value of a RelayConfig.

@@ -34,6 +34,8 @@ type writeCounter struct {
 	// watch circuit breaker, by namespace, composite and resource: an
 	// update costs two (controller-runtime maps its old and its new
 	// object), a create or delete one; the XR's own updates count too.
+	// Pods are not counted: the function requires them (and Crossplane
+	// watches them) only for spec.aws managed load balancers.
 	events map[string]int
 	start  time.Time
 	last   map[string]*unstructured.Unstructured
@@ -118,11 +120,6 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 		w.last["xr "+key] = u
 	}
 	if resource == "pods" {
-		// The function requires its PeerRelay's pods by label: their
-		// events cost the breaker tokens too.
-		if l := u.GetLabels(); l["app.kubernetes.io/name"] == "peerrelay" {
-			w.spend(u.GetNamespace()+"/"+l["app.kubernetes.io/instance"]+" pods", t)
-		}
 		if os.Getenv("PEERRELAY_TEST_WRITES") != "" {
 			st, _ := condition(u, "Ready")
 			fmt.Fprintf(os.Stderr, "POD %s %s/%s %.1fs: Ready=%s\n", t, u.GetNamespace(), u.GetName(), time.Since(w.start).Seconds(), st)

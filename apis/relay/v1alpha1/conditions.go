@@ -69,3 +69,10 @@ const (
 	// the RelayConfig's namespace use it.
 	ReasonPolicyDenied xpv2.ConditionReason = "PolicyDenied"
 )
+
+// Finalizer is the managed reconciler's finalizer
+// (crossplane-runtime's managed.FinalizerName). The function composes every
+// RelayConfig with it, so that the provider's first reconcile does not
+// write it: one write, and one watch event on the PeerRelay, fewer per
+// replica.
+const Finalizer = "finalizer.managedresource.crossplane.io"
