@@ -26,7 +26,8 @@ import (
 // endpoint (containerboot's /metrics, which serves tailscaled's) at most
 // once a minute while the function asks for them (spec.forProvider.traffic,
 // set while the PeerRelay's metrics are on). A sample equal to the last
-// one is not recorded, so a relay carrying nothing writes nothing.
+// one is not recorded, so a relay carrying nothing writes nothing; nor,
+// within recordEvery, is one that only counts on (worthRecording).
 
 const (
 	// sampleEvery is how often a replica's counters are read at most; a
@@ -97,14 +98,36 @@ func (e *external) sampleTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) 
 		observeSample(sampleFailed)
 		return
 	}
-	if last := mg.Status.AtProvider.Traffic; last != nil && last.Sessions == sample.Sessions &&
-		last.ForwardedPackets == sample.ForwardedPackets && last.ForwardedBytes == sample.ForwardedBytes {
+	now := e.samplers.now()
+	if !worthRecording(mg.Status.AtProvider.Traffic, sample, now) {
 		observeSample(sampleUnchanged)
 		return
 	}
 	observeSample(sampleChanged)
-	sample.SampledAt = metav1.NewTime(e.samplers.now())
+	sample.SampledAt = metav1.NewTime(now)
 	mg.Status.AtProvider.Traffic = &sample
+}
+
+// recordEvery is how often a relay's changing counters are recorded at
+// most. Each record is a write to the RelayConfig, and so a composition
+// pass of its PeerRelay, which re-applies everything it composes: a busy
+// relay would cost one a minute.
+const recordEvery = 5 * time.Minute
+
+// worthRecording says whether sample replaces last in the RelayConfig's
+// status: the first sample; a relay that starts or stops relaying (the
+// forwarded packets or the sessions leave or reach zero), at once;
+// otherwise changed counters at most every recordEvery.
+func worthRecording(last *v1alpha1.TrafficSample, sample v1alpha1.TrafficSample, now time.Time) bool {
+	switch {
+	case last == nil:
+		return true
+	case last.Sessions == sample.Sessions && last.ForwardedPackets == sample.ForwardedPackets && last.ForwardedBytes == sample.ForwardedBytes:
+		return false
+	case (last.ForwardedPackets == 0) != (sample.ForwardedPackets == 0), (last.Sessions == 0) != (sample.Sessions == 0):
+		return true
+	}
+	return now.Sub(last.SampledAt.Time) >= recordEvery
 }
 
 // readTraffic scrapes the pod src names, in namespace ns, on its metrics

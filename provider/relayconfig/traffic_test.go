@@ -134,10 +134,11 @@ func TestSampleTraffic(t *testing.T) {
 	}{
 		{reason: "The first reconcile samples.", scrapes: 1, want: sample(128, 16384, first)},
 		{reason: "Within a minute nothing is read.", after: 30 * time.Second, set: func() { packets.Store(500) }, scrapes: 1, want: sample(128, 16384, first)},
-		{reason: "After a minute the new count is recorded.", after: 30 * time.Second, scrapes: 2, want: sample(508, 16384, first.Add(time.Minute))},
-		{reason: "The same counts a minute later change nothing, not even the time.", after: time.Minute, scrapes: 3, want: sample(508, 16384, first.Add(time.Minute))},
-		{reason: "A pod that is not running keeps the last sample.", after: time.Minute, set: func() { phase = corev1.PodPending; packets.Store(900) }, scrapes: 3, want: sample(508, 16384, first.Add(time.Minute))},
-		{reason: "Sampling turned off clears the sample.", after: time.Minute, set: func() { mg.Spec.ForProvider.Traffic = nil }, scrapes: 3},
+		{reason: "After a minute the new count is read, but not recorded: a relay counting on is recorded every recordEvery.", after: 30 * time.Second, scrapes: 2, want: sample(128, 16384, first)},
+		{reason: "Once the recorded sample is recordEvery old, the new count is recorded.", after: recordEvery - time.Minute, scrapes: 3, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "The same counts a minute later change nothing, not even the time.", after: time.Minute, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "A pod that is not running keeps the last sample.", after: time.Minute, set: func() { phase = corev1.PodPending; packets.Store(900) }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "Sampling turned off clears the sample.", after: time.Minute, set: func() { mg.Spec.ForProvider.Traffic = nil }, scrapes: 4},
 	}
 	for _, s := range steps {
 		now = now.Add(s.after)
@@ -231,6 +232,45 @@ func TestScrapeReachesOnlyThePod(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, &got); diff != "" {
 				t.Errorf("%s\nsample -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWorthRecording(t *testing.T) {
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	last := &v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 100, ForwardedBytes: 9000, SampledAt: metav1.NewTime(at)}
+	idle := &v1alpha1.TrafficSample{SampledAt: metav1.NewTime(at)}
+	cases := map[string]struct {
+		reason string
+		last   *v1alpha1.TrafficSample
+		sample v1alpha1.TrafficSample
+		after  time.Duration
+		want   bool
+	}{
+		"First":     {reason: "The first sample is recorded.", sample: v1alpha1.TrafficSample{}, want: true},
+		"Unchanged": {reason: "The same counts are not recorded, however old.", last: last, sample: *last, after: time.Hour, want: false},
+		"CountingOn": {
+			reason: "A relay counting on is not recorded within recordEvery.",
+			last:   last, sample: v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 200, ForwardedBytes: 18000}, after: time.Minute, want: false,
+		},
+		"CountingOnLater": {
+			reason: "After recordEvery it is.",
+			last:   last, sample: v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 200, ForwardedBytes: 18000}, after: recordEvery, want: true,
+		},
+		"StartsRelaying": {
+			reason: "An idle relay that starts relaying is recorded at once: the PeerRelay shows it carries traffic.",
+			last:   idle, sample: v1alpha1.TrafficSample{Sessions: 1, ForwardedPackets: 3, ForwardedBytes: 300}, after: time.Second, want: true,
+		},
+		"SessionsEnd": {
+			reason: "A relay whose sessions end is recorded at once.",
+			last:   last, sample: v1alpha1.TrafficSample{Sessions: 0, ForwardedPackets: 100, ForwardedBytes: 9000}, after: time.Second, want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := worthRecording(tc.last, tc.sample, at.Add(tc.after)); got != tc.want {
+				t.Errorf("%s\nworthRecording: %v, want %v", tc.reason, got, tc.want)
 			}
 		})
 	}

@@ -153,8 +153,9 @@ func (s *system) pods(ctx context.Context, t *testing.T) {
 		return nil
 	})
 	// The provider samples the same counters, at most once a minute, into
-	// the replicas' status.
-	harness.Eventually(t, 150*time.Second, "status.replicas[].traffic counts the ping", func(ctx context.Context) error {
+	// the replicas' status: a relay that starts relaying at once, one that
+	// counts on every 5 minutes (provider/relayconfig, recordEvery).
+	harness.Eventually(t, 7*time.Minute, "status.replicas[].traffic counts the ping", func(ctx context.Context) error {
 		u, err := s.Get(ctx, v2API, "PeerRelay", ns, name)
 		if err != nil {
 			return err
