@@ -233,7 +233,7 @@ fuzz:
 # pods get network namespaces): a new load balancer address to the advertised
 # endpoint (LB_EVENTS events), apply to PeerRelayReady (APPLIES PeerRelays),
 # the same beside the Tailscale operator's PeerRelay reconciler (SIDE_TRIALS
-# trials of each), and SCALE_PEERRELAYS PeerRelays created at once, then
+# trials of each apply of SIDE_REPLICAS replicas, then REST at rest), and SCALE_PEERRELAYS PeerRelays created at once, then
 # STEADY of quiet.
 # Then the parts: the function in process and over gRPC against
 # function-patch-and-transform, the provider's ingress-to-config latency and
@@ -246,6 +246,8 @@ LB_EVENTS ?= 100x
 FAIR_EVENTS ?= 20x
 APPLIES ?= 10x
 SIDE_TRIALS ?= 20x
+SIDE_REPLICAS ?= 1,10,30
+REST ?= 15m
 SCALE_PEERRELAYS ?= 10,100,300
 STEADY ?= 5m
 BENCH_OUT := $(CURDIR)/.cache/bench
@@ -259,7 +261,7 @@ bench: tools build xpkg $(BIN)/benchstat $(BIN)/function-replay
 	@echo "cores: $$(nproc); $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 	$(GO) test -run '^$$' -bench 'LBAddressToEndpoint' -benchtime $(LB_EVENTS) -count 1 -timeout 60m ./test/crossplane | tee $(BENCH_OUT)/system.txt
 	$(GO) test -run '^$$' -bench 'ApplyToReady' -benchtime $(APPLIES) -count 1 -timeout 60m ./test/crossplane | tee -a $(BENCH_OUT)/system.txt
-	$(GO) test -run '^$$' -bench 'SideBySide' -benchtime $(SIDE_TRIALS) -count 1 -timeout 60m ./test/crossplane | tee $(BENCH_OUT)/side-by-side.txt
+	SIDE_REPLICAS=$(SIDE_REPLICAS) REST=$(REST) $(GO) test -run '^$$' -bench 'SideBySide' -benchtime $(SIDE_TRIALS) -count 1 -timeout 90m ./test/crossplane | tee $(BENCH_OUT)/side-by-side.txt
 	SCALE_PEERRELAYS=$(SCALE_PEERRELAYS) STEADY=$(STEADY) $(GO) test -run '^$$' -bench 'SystemScale' -benchtime 1x -count 1 -timeout 180m ./test/crossplane | tee $(BENCH_OUT)/system-scale.txt
 	$(GO) test -run '^$$' -bench 'RunFunction|GRPC' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./test/bench | tee $(BENCH_OUT)/fn.txt
 	$(GO) test -run '^$$' -bench 'IngressToConfig' -benchtime $(EVENTS) -count 1 ./test/bench | tee $(BENCH_OUT)/provider.txt

@@ -26,10 +26,14 @@ import (
 //     its config Secret advertises it → its PeerRelay's status.endpoints
 //     shows it. Events alternate between the systems and go round-robin
 //     over relays single-replica PeerRelays of each.
-//   - apply/replicas=N: a new N-replica PeerRelay → every replica's config
-//     Secret advertises its address → PeerRelayReady=True (pods are
-//     reported Ready at once by the hollow node). Each system's PeerRelay
-//     is deleted before the next trial.
+//   - apply/replicas=N (N from $SIDE_REPLICAS, 1,10,30): a new N-replica
+//     PeerRelay → every replica's config Secret advertises its address →
+//     PeerRelayReady=True (pods are reported Ready at once by the hollow
+//     node). Each system's PeerRelay is deleted before the next trial. For
+//     ours, the watch circuit breaker's tokens its events took until ready
+//     (an upper bound: Crossplane maps a composed object's events to its
+//     XR only once a pass has recorded it, so most creations cost none)
+//     and how many of its PeerRelays had the breaker open.
 //   - writes: API write requests per address change, from kube-apiserver's
 //     audit log (every write but lease renewals; audited), counted for the
 //     changed relay's objects in the 3 s after its change, the benchmark's
