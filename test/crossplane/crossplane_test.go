@@ -114,15 +114,10 @@ func start(t testing.TB, o options) *system {
 	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow}
 	if o.bench {
 		xo.Quiet, xo.PollInterval = true, time.Minute
-		// SYNC_INTERVAL shortens Crossplane's informer resync, so that a
-		// benchmark's rest window sees one.
-		if v := os.Getenv("SYNC_INTERVAL"); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				t.Fatalf("SYNC_INTERVAL: %v", err)
-			}
-			xo.SyncInterval = d
-		}
+		// CROSSPLANE_ARGS tunes Crossplane core for a benchmark's run, e.g.
+		// --sync-interval=5m so that its rest window sees an informer
+		// resync, or --circuit-breaker-burst=400.
+		xo.Args = strings.Fields(os.Getenv("CROSSPLANE_ARGS"))
 	}
 	if o.audit {
 		xo.AuditLog = filepath.Join(t.TempDir(), "audit.log")

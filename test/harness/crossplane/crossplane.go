@@ -72,9 +72,9 @@ type Crossplane struct {
 type CrossplaneOptions struct {
 	// PollInterval is Crossplane's --poll-interval; default 15s.
 	PollInterval time.Duration
-	// SyncInterval is Crossplane's --sync-interval (its informers'
-	// resync); zero leaves Crossplane's default, 1h.
-	SyncInterval time.Duration
+	// Args are added to Crossplane core's flags: a benchmark's tuning
+	// (--sync-interval, --circuit-breaker-burst, ...).
+	Args []string
 	// Quiet runs Crossplane without --debug, as a platform does: for
 	// benchmarks, where debug logging would be counted as Crossplane's cost.
 	Quiet bool
@@ -217,9 +217,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		"--metrics-port=0", "--health-probe-port=0",
 		"--poll-interval=" + o.PollInterval.String(),
 	}
-	if o.SyncInterval > 0 {
-		args = append(args, "--sync-interval="+o.SyncInterval.String())
-	}
+	args = append(args, o.Args...)
 	if o.ExternalRuntime {
 		args = append(args, "--package-runtime=External")
 	}
