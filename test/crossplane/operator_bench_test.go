@@ -163,6 +163,36 @@ func BenchmarkSideBySide(b *testing.B) {
 		})
 	}
 
+	// resync/replicas=N (N from $RESYNC, with CROSSPLANE_ARGS naming a
+	// short --sync-interval): a ready N-replica PeerRelay at rest through
+	// Crossplane's informer resync, which replays every object it composes
+	// as an update.
+	if n := envInts(b, "RESYNC", nil); len(n) > 0 {
+		b.Run(fmt.Sprintf("resync/replicas=%d", n[0]), func(b *testing.B) {
+			for b.Loop() {
+				name := fmt.Sprintf("resync-%d", n[0])
+				sys[0].apply(b, name, n[0])
+				if err := sys[0].ready(name, n[0], 5*time.Minute); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				before := total(s.writes.breakerTokens(ns, name))
+				time.Sleep(envDuration(b, "REST", time.Minute))
+				b.Logf("%s: breaker tokens at rest, by resource: %v", name, s.writes.breakerTokens(ns, name))
+				b.ReportMetric(float64(total(s.writes.breakerTokens(ns, name))-before), "peerrelay-breaker-tokens-at-rest")
+				opened := 0
+				if s.writes.breakerWouldOpen(ns, name, start) {
+					opened = 1
+				}
+				b.ReportMetric(float64(opened), "peerrelay-breaker-would-open")
+				b.ReportMetric(float64(s.breakersOpened(ns, name)), "peerrelay-breakers-opened")
+				b.StopTimer()
+				sys[0].delete(b, name)
+				b.StartTimer()
+			}
+		})
+	}
+
 	b.Run("writes", func(b *testing.B) {
 		writes, changes := map[string]int{}, 0
 		for b.Loop() {

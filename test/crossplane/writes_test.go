@@ -37,6 +37,9 @@ type writeCounter struct {
 	// Pods are not counted: the function requires them (and Crossplane
 	// watches them) only for spec.aws managed load balancers.
 	events map[string]int
+	// spent is when each XR's tokens were taken (namespace/name → times,
+	// one per token), to replay its bucket (breakerWouldOpen).
+	spent map[string][]time.Time
 	start  time.Time
 	last   map[string]*unstructured.Unstructured
 }
@@ -159,16 +162,49 @@ func (w *writeCounter) record(resource string, t watch.EventType, u *unstructure
 	}
 }
 
-// spend counts the breaker tokens of one watch event under key.
+// spend counts the breaker tokens of one watch event under key (an XR's
+// namespace/name, a space and the resource).
 func (w *writeCounter) spend(key string, t watch.EventType) {
 	if w.events == nil {
 		w.events = map[string]int{}
+		w.spent = map[string][]time.Time{}
 	}
 	tokens := 1
 	if t == watch.Modified {
 		tokens = 2
 	}
 	w.events[key] += tokens
+	xr, _, _ := strings.Cut(key, " ")
+	now := time.Now()
+	for range tokens {
+		w.spent[xr] = append(w.spent[xr], now)
+	}
+}
+
+// breakerWouldOpen replays XR ns/xr's token bucket as Crossplane v2.4 keeps
+// it at its default flags (internal/circuit/token_bucket.go: 100 tokens,
+// refilled at 1/s, full at the first event) over the tokens its watch
+// events took since from: whether it would have run dry. An upper bound,
+// as breakerTokens is.
+func (w *writeCounter) breakerWouldOpen(ns, xr string, from time.Time) bool {
+	const capacity, refill = 100.0, 1.0
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tokens, last := capacity, time.Time{}
+	for _, at := range w.spent[ns+"/"+xr] {
+		if at.Before(from) {
+			continue
+		}
+		if !last.IsZero() {
+			tokens = min(capacity, tokens+refill*at.Sub(last).Seconds())
+		}
+		last = at
+		if tokens < 1 {
+			return true
+		}
+		tokens--
+	}
+	return false
 }
 
 // breakerTokens returns the circuit breaker tokens the watch events of XR
