@@ -40,8 +40,8 @@ type writeCounter struct {
 	// spent is when each XR's tokens were taken (namespace/name → times,
 	// one per token), to replay its bucket (breakerWouldOpen).
 	spent map[string][]time.Time
-	start  time.Time
-	last   map[string]*unstructured.Unstructured
+	start time.Time
+	last  map[string]*unstructured.Unstructured
 }
 
 // changed names what differs between two versions of an object.
