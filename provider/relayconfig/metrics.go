@@ -59,7 +59,7 @@ func init() {
 	for _, o := range []string{"answered", "partly_answered", "no_answer", "failed"} {
 		probes.WithLabelValues(o)
 	}
-	for _, o := range []string{sampleChanged, sampleUnchanged, sampleFailed} {
+	for _, o := range []string{sampleChanged, sampleUnchanged, sampleHeld, sampleFailed} {
 		trafficSamples.WithLabelValues(o)
 	}
 }
@@ -68,6 +68,8 @@ func init() {
 const (
 	sampleChanged   = "changed"
 	sampleUnchanged = "unchanged"
+	// sampleHeld: changed counters not recorded yet (worthRecording).
+	sampleHeld = "held"
 	sampleFailed    = "failed"
 )
 

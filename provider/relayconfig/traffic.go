@@ -98,14 +98,22 @@ func (e *external) sampleTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) 
 		observeSample(sampleFailed)
 		return
 	}
-	now := e.samplers.now()
-	if !worthRecording(mg.Status.AtProvider.Traffic, sample, now) {
+	now, last := e.samplers.now(), mg.Status.AtProvider.Traffic
+	switch {
+	case last != nil && sameCounts(*last, sample):
 		observeSample(sampleUnchanged)
+		return
+	case !worthRecording(last, sample, now):
+		observeSample(sampleHeld)
 		return
 	}
 	observeSample(sampleChanged)
 	sample.SampledAt = metav1.NewTime(now)
 	mg.Status.AtProvider.Traffic = &sample
+}
+
+func sameCounts(a, b v1alpha1.TrafficSample) bool {
+	return a.Sessions == b.Sessions && a.ForwardedPackets == b.ForwardedPackets && a.ForwardedBytes == b.ForwardedBytes
 }
 
 // recordEvery is how often a relay's changing counters are recorded at
@@ -122,7 +130,7 @@ func worthRecording(last *v1alpha1.TrafficSample, sample v1alpha1.TrafficSample,
 	switch {
 	case last == nil:
 		return true
-	case last.Sessions == sample.Sessions && last.ForwardedPackets == sample.ForwardedPackets && last.ForwardedBytes == sample.ForwardedBytes:
+	case sameCounts(*last, sample):
 		return false
 	case (last.ForwardedPackets == 0) != (sample.ForwardedPackets == 0), (last.Sessions == 0) != (sample.Sessions == 0):
 		return true
