@@ -69,8 +69,8 @@ const (
 	sampleChanged   = "changed"
 	sampleUnchanged = "unchanged"
 	// sampleHeld: changed counters not recorded yet (worthRecording).
-	sampleHeld = "held"
-	sampleFailed    = "failed"
+	sampleHeld   = "held"
+	sampleFailed = "failed"
 )
 
 func observeSample(outcome string) { trafficSamples.WithLabelValues(outcome).Inc() }
