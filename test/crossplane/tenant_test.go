@@ -86,6 +86,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 	s.waitReady(ctx, t, evilNamespace, "legit", 3*time.Minute)
 	own := s.recordDevices(ctx, t, api, evilNamespace, 2)
 	s.keySecretLoop(ctx, t, api, "legit-0")
+	s.forgedStatus(ctx, t, "legit")
 	// A victim's device ID in a replica's state Secret: same hostname as
 	// that replica, created minutes ago.
 	victimID, tampered := victimDevices["relay-1"], own["legit-1"]
@@ -380,5 +381,53 @@ func (s *system) keySecretLoop(ctx context.Context, t *testing.T, api *tailnette
 	}
 	if n := keys() - before; n > 0 {
 		t.Errorf("%d keys minted for %s while its key Secret was deleted again and again; its device is logged in, so none is needed", n, replica)
+	}
+}
+
+// forgedStatus plays a T1 tenant: Kubernetes' edit role, into which
+// Crossplane's RBAC manager aggregates every namespaced XR and its status,
+// lets it write PeerRelay name's status. It writes another address, every
+// replica ready and an endpoint that is not its own: the function writes
+// the truth back on the pass the write itself wakes, and nothing the
+// PeerRelay composes (its RelayConfigs) changes.
+func (s *system) forgedStatus(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	const user = "team-evil-dev"
+	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"dev-edit","namespace":%q},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":%q}]}`, evilNamespace, user))
+	specs := func() map[string]string {
+		rcs, err := s.List(ctx, relayAPI, "RelayConfig", evilNamespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, rc := range rcs {
+			spec, _, _ := unstructured.NestedMap(rc.Object, "spec")
+			out[rc.GetName()] = fmt.Sprint(spec)
+		}
+		return out
+	}
+	before := specs()
+	const forged = "192.0.2.66"
+	patch := fmt.Sprintf(`{"status":{"addresses":%q,"readyReplicas":"2/2","endpoints":[{"replica":0,"address":%q,"port":41641}]}}`, forged, forged)
+	// The edit role may take its time to aggregate Crossplane's rules.
+	harness.Eventually(t, 60*time.Second, "the tenant (edit) writes the PeerRelay's status", func(context.Context) error {
+		out, err := s.Kubectl(t, "--as="+user, "-n", evilNamespace, "patch", "peerrelay.peerrelay.io", name, "--subresource=status", "--type=merge", "-p", patch)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	harness.Eventually(t, 60*time.Second, "the function writes the PeerRelay's status back", func(ctx context.Context) error {
+		u, err := s.Get(ctx, v2API, "PeerRelay", evilNamespace, name)
+		if err != nil {
+			return err
+		}
+		if a, _, _ := unstructured.NestedString(u.Object, "status", "addresses"); strings.Contains(a, forged) {
+			return fmt.Errorf("status.addresses %q", a)
+		}
+		return nil
+	})
+	if after := specs(); !maps.Equal(before, after) {
+		t.Errorf("a forged status changed the RelayConfigs:\nbefore %v\nafter  %v", before, after)
 	}
 }
