@@ -220,15 +220,21 @@ type errNotAdmitted struct{ error }
 // (the RelayConfig's spec, labels, a PeerRelay's spec.tailnet) is taken
 // as the record.
 func (c *connector) admitted(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1alpha1.ProviderConfigSpec, error) {
+	ref := mg.GetProviderConfigReference()
+	if meta.WasDeleted(mg) && mg.Status.AtProvider.Admission == nil && ref != nil {
+		// Composed with the finalizer, it holds it whether or not it was
+		// ever admitted. Never admitted, it goes at once, its provider
+		// config readable or not: the provider gave it nothing.
+		return nil, notAdmitted(ref, nil)
+	}
 	spec, uid, err := c.providerConfig(ctx, mg)
 	if err != nil {
 		return nil, err
 	}
-	ref := mg.GetProviderConfigReference()
 	this := v1alpha1.Admission{Kind: ref.Kind, Name: ref.Name, UID: string(uid)}
 	if meta.WasDeleted(mg) {
 		if a := mg.Status.AtProvider.Admission; a == nil || *a != this {
-			return nil, errNotAdmitted{fmt.Errorf("%s %s did not admit this RelayConfig while it lived (its admission is recorded as %s): it is not used to remove the replica's device", ref.Kind, ref.Name, admissionString(a))}
+			return nil, notAdmitted(ref, a)
 		}
 		return spec, nil
 	}
@@ -243,6 +249,10 @@ func (c *connector) admitted(ctx context.Context, mg *v1alpha1.RelayConfig) (*v1
 	}
 	mg.Status.AtProvider.Admission = &this
 	return spec, nil
+}
+
+func notAdmitted(ref *xpv2.ProviderConfigReference, recorded *v1alpha1.Admission) error {
+	return errNotAdmitted{fmt.Errorf("%s %s did not admit this RelayConfig while it lived (its admission is recorded as %s): it is not used to remove the replica's device", ref.Kind, ref.Name, admissionString(recorded))}
 }
 
 func admissionString(a *v1alpha1.Admission) string {

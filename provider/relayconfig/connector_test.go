@@ -327,8 +327,11 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 		reason    string
 		kind      string        // of the provider config; ClusterProviderConfig if unset
 		deleted   time.Duration // ago; 0 for a live RelayConfig
-		wantErr   bool
-		wantEvent string
+		// neverAdmitted: no provider config admitted it while it lived
+		// (the others were, then lost theirs).
+		neverAdmitted bool
+		wantErr       bool
+		wantEvent     string
 	}{
 		"Live": {
 			reason:  "A live RelayConfig without its provider config fails Connect.",
@@ -355,14 +358,25 @@ func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 			kind:    v1alpha1.ProviderConfigKind,
 			wantErr: true,
 		},
+		"NeverAdmitted": {
+			reason:        "A RelayConfig no provider config ever admitted (composed with the finalizer, its tailnet missing) has nothing in the tailnet and no config Secret: it goes at once, silently.",
+			deleted:       time.Second,
+			neverAdmitted: true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kube := newCluster() // no provider config
 			var recorded events
 			c := &connector{kube: kube, read: kube, usage: resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}), record: &recorded}
-			mg := relayConfig(func(rc *v1alpha1.RelayConfig) { rc.Status.AtProvider.DeviceID = "dev-1" })
-			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: stdcmp.Or(tc.kind, v1alpha1.ClusterProviderConfigKind), Name: "team"})
+			kind := stdcmp.Or(tc.kind, v1alpha1.ClusterProviderConfigKind)
+			mg := relayConfig(func(rc *v1alpha1.RelayConfig) {
+				if !tc.neverAdmitted {
+					rc.Status.AtProvider.DeviceID = "dev-1"
+					rc.Status.AtProvider.Admission = &v1alpha1.Admission{Kind: kind, Name: "team", UID: "gone"}
+				}
+			})
+			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: kind, Name: "team"})
 			if tc.deleted > 0 {
 				mg.SetDeletionTimestamp(&metav1.Time{Time: time.Now().Add(-tc.deleted)})
 			}
