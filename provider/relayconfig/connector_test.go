@@ -324,9 +324,9 @@ func TestConnect(t *testing.T) {
 // the tailnet.
 func TestConnectGivesUpWithoutCredentials(t *testing.T) {
 	cases := map[string]struct {
-		reason    string
-		kind      string        // of the provider config; ClusterProviderConfig if unset
-		deleted   time.Duration // ago; 0 for a live RelayConfig
+		reason  string
+		kind    string        // of the provider config; ClusterProviderConfig if unset
+		deleted time.Duration // ago; 0 for a live RelayConfig
 		// neverAdmitted: no provider config admitted it while it lived
 		// (the others were, then lost theirs).
 		neverAdmitted bool
