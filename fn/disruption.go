@@ -36,10 +36,12 @@ func disruptionBudget(r *relay) *policyv1.PodDisruptionBudget {
 
 // disruptionBudgetDue says whether the PodDisruptionBudget is composed. Only
 // where it protects something: more than one replica, or a budget the spec
-// sets (maxUnavailable 0 keeps a single relay from being evicted). And first
-// once every relay pod is ready: its status changes with every pod that comes
-// up, and each change would cost the PeerRelay's watch circuit breaker two
-// tokens and wake another composition pass. Once composed, it stays.
+// sets. And first once every replica's pod exists: while the StatefulSets
+// create them its status would change with each, and each change would
+// cost the PeerRelay's watch circuit breaker two tokens and wake another
+// composition pass. Not later: a pod that never becomes ready (unschedulable,
+// crash-looping) is when a drain must not take the others too. Once
+// composed, it stays.
 func disruptionBudgetDue(r *relay, obs observedState, sum summary) bool {
 	if r.Replicas <= 1 && r.Spec.DisruptionBudget == nil {
 		return false
@@ -48,7 +50,7 @@ func disruptionBudgetDue(r *relay, obs observedState, sum summary) bool {
 		return true
 	}
 	for _, ro := range sum.replicas {
-		if !ro.podReady {
+		if !ro.podCreated {
 			return false
 		}
 	}

@@ -61,7 +61,7 @@ func TestDisruptionBudgetDue(t *testing.T) {
 		reason string
 		r      *relay
 		obs    observedState
-		pods   []bool // each replica's pod ready
+		pods   []bool // each replica's pod created
 		want   bool
 	}{
 		"OneReplica": {
@@ -69,30 +69,30 @@ func TestDisruptionBudgetDue(t *testing.T) {
 			r:      testRelay(t, one), pods: []bool{true}, want: false,
 		},
 		"OneReplicaWithBudget": {
-			reason: "A budget the spec sets (maxUnavailable 0 keeps the only relay from eviction) is composed.",
+			reason: "A budget the spec sets is composed: the platform asked for it.",
 			r: testRelay(t, one, func(r *relay) {
-				r.Spec.DisruptionBudget = &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromInt32(0))}
+				r.Spec.DisruptionBudget = &v1alpha1.DisruptionBudget{MaxUnavailable: ptr.To(intstr.FromString("100%"))}
 			}),
 			pods: []bool{true}, want: true,
 		},
-		"PodsComingUp": {
-			reason: "While the pods come up its status would change with each: not composed yet.",
+		"PodsBeingCreated": {
+			reason: "While the StatefulSets create the pods its status would change with each: not composed yet.",
 			r:      testRelay(t, two), pods: []bool{true, false}, want: false,
 		},
-		"PodsReady": {
-			reason: "Every pod ready: composed.",
+		"PodsCreated": {
+			reason: "Every pod created, ready or not (one may never be: then a drain must not take the other): composed.",
 			r:      testRelay(t, two), pods: []bool{true, true}, want: true,
 		},
 		"Kept": {
-			reason: "Once composed it stays while a pod is down: that is when it protects.",
+			reason: "Once composed it stays while pods go: that is when it protects.",
 			r:      testRelay(t, two), obs: pdb, pods: []bool{false, false}, want: true,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var sum summary
-			for _, ready := range tc.pods {
-				sum.replicas = append(sum.replicas, replicaObservation{podReady: ready})
+			for _, created := range tc.pods {
+				sum.replicas = append(sum.replicas, replicaObservation{podCreated: created})
 			}
 			if got := disruptionBudgetDue(tc.r, tc.obs, sum); got != tc.want {
 				t.Errorf("%s\ndisruptionBudgetDue: want %v, got %v", tc.reason, tc.want, got)

@@ -27,6 +27,23 @@ type observedState struct {
 	podsRequired bool
 	// last is the status the PeerRelay has now.
 	last v1alpha1.PeerRelayStatus
+	// awsKeys are the AWS managed resources composed for each replica
+	// (awsKeysByReplica): a replica is ready only once each is.
+	awsKeys map[int][]string
+}
+
+// awsKeysByReplica returns the keys of the AWS managed resources among
+// objs (EIP, load balancer, target group, listener, target), by replica.
+func awsKeysByReplica(objs []composedObject) map[int][]string {
+	out := map[int][]string{}
+	for _, o := range objs {
+		for _, p := range []string{keyPrefixEIP, keyPrefixLoadBalancer, keyPrefixTargetGroup, keyPrefixListener, keyPrefixTarget} {
+			if i, ok := replicaIndex(o.key, p); ok {
+				out[i] = append(out[i], o.key)
+			}
+		}
+	}
+	return out
 }
 
 // lastStatus is the status the observed PeerRelay carries.
@@ -69,6 +86,10 @@ type replicaObservation struct {
 	serviceReady bool // the Service has a load balancer ingress
 	configReady  bool // the RelayConfig reports Ready
 	podReady     bool
+	// podCreated: the replica's pod exists, ready or not.
+	podCreated bool
+	// awsPending: the replica's AWS managed resources not Ready yet.
+	awsPending []string
 	// lbAddress: the replica's load balancer has an address (static
 	// endpoints alone do not count: no load balancer may exist yet; nor
 	// do a NodePort or hostPort replica's node addresses).
@@ -98,10 +119,22 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 	if rc, ok := o.get(relayConfigKey(i)); ok {
 		ro.readRelayConfig(rc, i)
 	}
+	for _, k := range o.awsKeys[i] {
+		// What the provider advertises can come before the load balancer
+		// carries traffic (its listener pending, a target not registered).
+		if mr, ok := o.get(k); !ok || !isTrue(mr, xpv2.TypeReady) {
+			ro.awsPending = append(ro.awsPending, k)
+		}
+	}
+	if sts, ok := o.get(statefulSetKey(i)); ok {
+		n, _ := sts.GetInteger("status.replicas")
+		ro.podCreated = n >= 1
+	}
 	switch {
 	case o.pods != nil:
 		if p, ok := o.pods[podName(r, i)]; ok {
 			ro.podReady = isTrue(p, xpv2.ConditionType(corev1.PodReady))
+			ro.podCreated = true
 		}
 	case o.podsRequired && i < len(o.last.Replicas) && o.last.Replicas[i].Index == int32(i):
 		// Crossplane has not supplied the pods in this call (it asks on

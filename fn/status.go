@@ -101,7 +101,7 @@ func replicaStatus(r *relay, i int, ro replicaObservation) (v1alpha1.ReplicaStat
 	// RelayConfig is Ready), not when the load balancer has one. As in the
 	// Tailscale operator, static endpoints alone count: a relay behind a
 	// port forward has no load balancer of its own.
-	advertised := len(ro.endpoints) > 0 && ro.configReady
+	advertised := len(ro.endpoints) > 0 && ro.configReady && len(ro.awsPending) == 0
 	rs.LoadBalancerReady = ro.serviceReady || ro.lbAddress
 	if t := ro.traffic; t != nil && r.metrics() {
 		rs.Traffic = &v1alpha1.ReplicaTraffic{Sessions: t.Sessions, ForwardedPackets: t.ForwardedPackets, ForwardedBytes: t.ForwardedBytes, SampledAt: t.SampledAt}
@@ -158,6 +158,8 @@ func replicaWaits(ro replicaObservation, onNode, addressed, advertised bool) str
 		return "waiting for its node's address (its pod scheduled on a node with one)"
 	case !addressed:
 		return "waiting for its load balancer's address"
+	case len(ro.awsPending) > 0:
+		return "waiting for its AWS resources to be Ready: " + strings.Join(ro.awsPending, ", ")
 	case !advertised:
 		return "waiting for its config to advertise its address"
 	case !ro.podReady:

@@ -7,6 +7,8 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	xpresource "github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/utils/ptr"
@@ -534,6 +536,47 @@ func TestRunFunctionNodeModeReplicaStatus(t *testing.T) {
 			}
 			if got, _ := rs["reason"].(string); got != tc.wantWait {
 				t.Errorf("%s\nstatus.replicas[0].reason: %q, want %q", tc.reason, got, tc.wantWait)
+			}
+		})
+	}
+}
+
+// TestAWSResourcesGateReadiness: a replica whose config advertises its
+// address and whose pod is ready is not ready while one of its AWS managed
+// resources is not: the NLB's listener pending, the load balancer does not
+// carry traffic yet.
+func TestAWSResourcesGateReadiness(t *testing.T) {
+	mr := func(ready string) string {
+		return "apiVersion: elbv2.aws.m.upbound.io/v1beta1\nkind: LBListener\nmetadata: {name: x}\nstatus:\n  conditions: [{type: Ready, status: \"" + ready + "\", reason: Available, lastTransitionTime: \"2026-01-01T00:00:00Z\"}]"
+	}
+	cases := map[string]struct {
+		reason   string
+		listener string // the listener's Ready; "" for not observed yet
+		want     bool
+	}{
+		"ListenerPending": {reason: "The listener is not Ready: not ready, and the replica says what it waits for.", listener: "False", want: false},
+		"ListenerMissing": {reason: "The listener is composed but not observed yet: not ready.", want: false},
+		"EverythingReady": {reason: "Every AWS resource Ready: ready.", listener: "True", want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := map[string]string{"service-0": svcWithIP("203.0.113.10"), "relayconfig-0": relayCfg("True", "203.0.113.10:41641"), "statefulset-0": sts(1), "lb-0": mr("True")}
+			if tc.listener != "" {
+				res["listener-0"] = mr(tc.listener)
+			}
+			obs := observedState{observed: map[xpresource.Name]xpresource.ObservedComposed{}, awsKeys: map[int][]string{0: {"lb-0", "listener-0"}}}
+			for k, y := range res {
+				cd := composed.New()
+				cd.SetUnstructuredContent(mustStruct(t, y).AsMap())
+				obs.observed[xpresource.Name(k)] = xpresource.ObservedComposed{Resource: cd}
+			}
+			r := testRelay(t, func(r *relay) { r.Replicas = 1 })
+			sum := summarise(r, obs)
+			if sum.ready != tc.want {
+				t.Errorf("%s\nready %v, want %v (%s)", tc.reason, sum.ready, tc.want, sum.msg)
+			}
+			if got := sum.status.Replicas[0].Reason; !tc.want && !strings.Contains(got, "listener-0") {
+				t.Errorf("%s\nreplica 0 waits for %q, want the listener named", tc.reason, got)
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 // what it writes (doc.go, deviations 2, 3 and 6), shared with the test that
 // counts the writes; opts add the rest.
 func newReconciler(mgr manager.Manager, c *connector, opts ...managed.ReconcilerOption) *managed.Reconciler {
-	return managed.NewReconciler(quietStatusManager{mgr}, resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), append([]managed.ReconcilerOption{
+	return managed.NewReconciler(newQuietStatusManager(mgr), resource.ManagedKind(v1alpha1.RelayConfigGroupVersionKind), append([]managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.RelayConfig](c),
 		managed.WithManagementPolicies(),
 		managed.WithInitializers(), // no external-name initializer
