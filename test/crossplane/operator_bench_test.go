@@ -121,7 +121,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		b.Run(fmt.Sprintf("apply/replicas=%d", replicas), func(b *testing.B) {
 			toConfigured, toReady := map[string][]time.Duration{}, map[string][]time.Duration{}
 			var tokens []int
-			i := 0
+			wouldOpen, i := 0, 0
 			for b.Loop() {
 				for _, x := range []*sideSystem{sys[i%2], sys[(i+1)%2]} {
 					name := fmt.Sprintf("apply-%d-%d", replicas, i)
@@ -140,6 +140,9 @@ func BenchmarkSideBySide(b *testing.B) {
 						// What Crossplane's watch circuit breaker counted.
 						t := s.writes.breakerTokens(ns, name)
 						tokens = append(tokens, total(t))
+						if s.writes.breakerWouldOpen(ns, name, start) {
+							wouldOpen++
+						}
 						if i < 2 {
 							b.Logf("%s: breaker tokens until ready, by resource: %v", name, t)
 						}
@@ -160,6 +163,10 @@ func BenchmarkSideBySide(b *testing.B) {
 			b.ReportMetric(float64(s.breakersOpened(ns, fmt.Sprintf("apply-%d-", replicas))), "peerrelay-breakers-opened")
 			slices.Sort(tokens)
 			b.ReportMetric(float64(tokens[len(tokens)/2]), "peerrelay-breaker-tokens-p50")
+			// Whether Crossplane's default bucket would have run dry, replayed
+			// from the watch events: the figure for the default flags when a
+			// run tunes them (CROSSPLANE_ARGS).
+			b.ReportMetric(float64(wouldOpen), "peerrelay-breakers-default-would-open")
 		})
 	}
 
