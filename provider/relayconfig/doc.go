@@ -36,7 +36,12 @@
 //     Check: NoOpStatusNotSent.
 //  7. The function composes the RelayConfig with the reconciler's
 //     finalizer (v1alpha1.Finalizer), so the first reconcile does not
-//     write it. Check: TestComposedFinalizer.
+//     write it. A RelayConfig then holds it before the provider ever saw
+//     it: one no provider config admitted goes at once when deleted
+//     (connector.go, admitted), and while the provider is not running a
+//     RelayConfig's deletion waits for it, as every managed resource's
+//     does once reconciled. Check: TestComposedFinalizer,
+//     TestConnectGivesUpWithoutCredentials/NeverAdmitted.
 //
 // Its duties, each in its file: admission by the provider config's policy
 // and the clients it grants (connector.go, policy.go, clients.go);
