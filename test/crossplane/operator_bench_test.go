@@ -34,6 +34,9 @@ import (
 //     (an upper bound: Crossplane maps a composed object's events to its
 //     XR only once a pass has recorded it, so most creations cost none)
 //     and how many of its PeerRelays had the breaker open.
+//   - resync/replicas=N (only with $RESYNC=N, and CROSSPLANE_ARGS naming a
+//     short --sync-interval): a ready N-replica PeerRelay at rest for $REST
+//     through Crossplane's informer resync.
 //   - writes: API write requests per address change, from kube-apiserver's
 //     audit log (every write but lease renewals; audited), counted for the
 //     changed relay's objects in the 3 s after its change, the benchmark's
