@@ -148,6 +148,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 			ro.podReady = n >= 1
 		}
 	}
+	ro.podCreated = ro.podCreated || ro.podReady
 	return ro
 }
 
