@@ -27,6 +27,9 @@ const (
 type composition struct {
 	relay *relay
 	objs  []composedObject
+	// awsKeys are the keys of objs' AWS managed resources, by replica
+	// (awsKeysByReplica).
+	awsKeys map[int][]string
 }
 
 type composedObject struct {

@@ -41,6 +41,7 @@ func (f *Function) composition(in inputs) (*composition, error) {
 		}
 		c.objs = append(c.objs, co)
 	}
+	c.awsKeys = awsKeysByReplica(c.objs)
 	f.cache.put(k, c, (size+fixedObjectSize)*(len(c.objs)+1))
 	return c, nil
 }

@@ -66,7 +66,7 @@ func (f *Function) run(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 	}
 	r := c.relay
 	obs.podsRequired = needsPods(r)
-	obs.awsKeys = awsKeysByReplica(c.objs)
+	obs.awsKeys = c.awsKeys
 	sum := summarise(r, obs)
 	if r.BaseReason != "" {
 		response.Normalf(rsp, "composed objects are named %s-… instead of %s-…: %s", r.Base, r.Name, r.BaseReason).TargetCompositeAndClaim()

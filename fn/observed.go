@@ -32,13 +32,19 @@ type observedState struct {
 	awsKeys map[int][]string
 }
 
+// awsKeyPrefixes are the AWS managed resources' keys: each is its prefix,
+// the replica's index, and for a target "-" and the pod's IP.
+var awsKeyPrefixes = []string{keyPrefixEIP, keyPrefixLoadBalancer, keyPrefixTargetGroup, keyPrefixListener, keyPrefixTarget}
+
 // awsKeysByReplica returns the keys of the AWS managed resources among
-// objs (EIP, load balancer, target group, listener, target), by replica.
+// objs, by replica.
 func awsKeysByReplica(objs []composedObject) map[int][]string {
 	out := map[int][]string{}
 	for _, o := range objs {
-		for _, p := range []string{keyPrefixEIP, keyPrefixLoadBalancer, keyPrefixTargetGroup, keyPrefixListener, keyPrefixTarget} {
-			if i, ok := replicaIndex(o.key, p); ok {
+		for _, p := range awsKeyPrefixes {
+			rest, ok := strings.CutPrefix(o.key, p)
+			idx, _, _ := strings.Cut(rest, "-")
+			if i, err := strconv.Atoi(idx); ok && err == nil {
 				out[i] = append(out[i], o.key)
 			}
 		}

@@ -581,3 +581,14 @@ func TestAWSResourcesGateReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestAWSKeysByReplica(t *testing.T) {
+	var objs []composedObject
+	for _, k := range []string{"serviceaccount", "eip-0", "service-0", "lb-1", "targetgroup-1", "listener-1", "target-0-10-0-1-5", "relayconfig-1"} {
+		objs = append(objs, composedObject{key: k})
+	}
+	want := map[int][]string{0: {"eip-0", "target-0-10-0-1-5"}, 1: {"lb-1", "targetgroup-1", "listener-1"}}
+	if diff := cmp.Diff(want, awsKeysByReplica(objs)); diff != "" {
+		t.Errorf("the AWS managed resources by replica, a target's key carrying its pod's IP (-want +got):\n%s", diff)
+	}
+}
