@@ -20,11 +20,22 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 
 PROMETHEUS_OPERATOR_CRDS := $(CURDIR)/.cache/prometheus-operator-crds/v0.95.2
 
+# A real node (test/harness/node): kubelet, kube-proxy and kube-scheduler at
+# the API server's version, CoreDNS, containerd 2 and its runc shim, runc with
+# seccomp (Debian's libseccomp-dev), the CNI plugins the node's network uses,
+# and Kubernetes' own pause program for the pod sandboxes (from the
+# kubernetes module; no registry serves it here). Defined before TOOLS, which
+# := expands at once.
+CNI_PLUGINS := bridge host-local loopback portmap
+NODE_TOOLS := $(BIN)/kubelet $(BIN)/kube-proxy $(BIN)/kube-scheduler $(BIN)/coredns $(BIN)/containerd $(BIN)/containerd-shim-runc-v2 $(BIN)/runc $(BIN)/pause \
+	$(addprefix $(BIN)/cni/,$(CNI_PLUGINS))
+
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager $(BIN)/etcd $(BIN)/crank \
 	$(BIN)/crossplane $(BIN)/helm $(BIN)/controller-gen $(BIN)/angryjet $(BIN)/tailscaled $(BIN)/tailscale $(BIN)/containerboot $(BIN)/function-patch-and-transform \
-	$(CURDIR)/.cache/upbound-crds/v1.23.0 $(PROMETHEUS_OPERATOR_CRDS)
+	$(BIN)/promtool $(BIN)/prometheus $(CURDIR)/.cache/upbound-crds/v1.23.0 $(PROMETHEUS_OPERATOR_CRDS) \
+	$(NODE_TOOLS)
 
-.PHONY: all tools build generate check-generate render test test-matrix unit lint fuzz xpkg bench vulncheck clean demo
+.PHONY: all tools build generate check-generate render test test-matrix unit lint fuzz xpkg xpkg-previous release bench vulncheck clean demo
 
 all: build
 
@@ -56,6 +67,44 @@ $(BIN)/kubectl: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 $(BIN)/kube-controller-manager: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
 	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+$(BIN)/kubelet: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubelet
+
+# The scheduler binds pods to a real node (the stand-in node binds its own).
+$(BIN)/kube-scheduler: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-scheduler
+
+$(BIN)/kube-proxy: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-proxy
+
+# CoreDNS with the plugins the node's cluster DNS uses (tools/coredns/main.go).
+$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	@mkdir -p $(BIN)
+	cd tools/coredns && $(GO) build -o $@ .
+
+# pause.c as Kubernetes builds its pause image: static, so the image holds
+# one file.
+$(BIN)/pause: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
+	@mkdir -p $(BIN)
+	cd tools/kube-apiserver && gcc -Os -static -DVERSION=$(K8S_VERSION) -o $@ "$$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c"
+
+# No btrfs or devmapper snapshotters (cgo headers this machine lacks; the
+# node uses overlayfs).
+$(BIN)/containerd $(BIN)/containerd-shim-runc-v2: tools/containerd/go.mod tools/containerd/go.sum
+	@mkdir -p $(BIN)
+	cd tools/containerd && $(GO) build -tags "no_btrfs no_devmapper no_zfs" -o $@ github.com/containerd/containerd/v2/cmd/$(notdir $@)
+
+$(BIN)/runc: tools/runc/go.mod tools/runc/go.sum
+	@mkdir -p $(BIN)
+	cd tools/runc && CGO_ENABLED=1 $(GO) build -tags seccomp -o $@ github.com/opencontainers/runc
+
+$(BIN)/cni/%: tools/cni-plugins/go.mod tools/cni-plugins/go.sum
+	@mkdir -p $(BIN)/cni
+	cd tools/cni-plugins && $(GO) build -o $@ $$($(GO) list -f '{{.ImportPath}}' github.com/containernetworking/plugins/plugins/... | grep '/$*$$')
 
 # Crossplane core (test/crossplane runs it against the API server). Without a
 # version every package is refused as incompatible.
@@ -108,6 +157,23 @@ $(BIN)/golangci-lint: tools/golangci-lint/go.mod tools/golangci-lint/go.sum
 	@mkdir -p $(BIN)
 	cd tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+# Prometheus and its promtool: the alert rules' unit tests (test/alerts),
+# and a real server scraping the provider and the relays in the system test
+# (every dashboard query, every alert rule); without their service
+# discovery plugins, which they do not need here.
+$(BIN)/promtool: tools/prometheus/go.mod tools/prometheus/go.sum
+	@mkdir -p $(BIN)
+	cd tools/prometheus && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/promtool
+
+$(BIN)/prometheus: tools/prometheus/go.mod tools/prometheus/go.sum
+	@mkdir -p $(BIN)
+	cd tools/prometheus && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/prometheus
+
+# CycloneDX SBOMs of our binaries, from the module graph Go records in them.
+$(BIN)/cyclonedx-gomod: tools/cyclonedx-gomod/go.mod tools/cyclonedx-gomod/go.sum
+	@mkdir -p $(BIN)
+	cd tools/cyclonedx-gomod && $(GO) build -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+
 $(BIN)/benchstat: tools/benchstat/go.mod tools/benchstat/go.sum
 	@mkdir -p $(BIN)
 	cd tools/benchstat && $(GO) build -o $@ golang.org/x/perf/cmd/benchstat
@@ -147,30 +213,59 @@ check-generate: generate
 
 # ---- Crossplane packages, built without Docker -----------------------------
 # Static binaries on a distroless-like base (hack/imagebuild: CA roots, /tmp,
-# user 65532), embedded into each package by the Crossplane CLI, once per
-# architecture (ARCHES). Output: .cache/xpkg/<package>-$(VERSION)-<arch>.xpkg
-# and configuration-peerrelay-$(VERSION).xpkg; `crossplane xpkg push -f
-# a.xpkg,b.xpkg` pushes the architectures of a package as one image index.
-XPKG := $(CURDIR)/.cache/xpkg
-VERSION ?= v0.1.0
+# user 65532, the binary's CycloneDX SBOM at /sbom.cdx.json, OCI labels with
+# VERSION), embedded into each package by the Crossplane CLI, once per
+# architecture (ARCHES). The configuration is staged with its dependencies
+# pinned to VERSION's minor line (hack/pinconfig). Output:
+# $(XPKG)/<package>-$(VERSION)-<arch>.xpkg and
+# configuration-peerrelay-$(VERSION).xpkg, the SBOMs beside them;
+# `crossplane xpkg push -f a.xpkg,b.xpkg` pushes the architectures of a
+# package as one image index.
+XPKG ?= $(CURDIR)/.cache/xpkg
+VERSION ?= v0.2.0
 REGISTRY ?= xpkg.crossplane.io/peerrelay
 XPKG_LDFLAGS := -s -w -buildid=
 ARCHES ?= amd64 arm64
 
-xpkg: $(BIN)/crank
+xpkg: $(BIN)/crank $(BIN)/cyclonedx-gomod
 	@mkdir -p $(XPKG)
-	rm -f $(XPKG)/*.xpkg
+	rm -f $(XPKG)/*.xpkg $(XPKG)/*.cdx.json
 	$(GO) build -o $(XPKG)/imagebuild ./hack/imagebuild
 	for arch in $(ARCHES); do \
 	  mkdir -p $(XPKG)/$$arch; \
-	  CGO_ENABLED=0 GOARCH=$$arch $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/$$arch/function-peerrelay ./fn/cmd/function-peerrelay; \
-	  CGO_ENABLED=0 GOARCH=$$arch $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/$$arch/provider-peerrelay ./provider/cmd/provider-peerrelay; \
-	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/function-peerrelay -port 9443 -tag $(REGISTRY)/function-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/function-image.tar; \
-	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/provider-peerrelay -tag $(REGISTRY)/provider-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/provider-image.tar; \
+	  for p in function provider; do \
+	    CGO_ENABLED=0 GOARCH=$$arch $(GO) build -trimpath -ldflags "$(XPKG_LDFLAGS)" -o $(XPKG)/$$arch/$$p-peerrelay ./$${p/function/fn}/cmd/$$p-peerrelay; \
+	    $(BIN)/cyclonedx-gomod bin -json -std -noserial -notimestamp -version $(VERSION) -output $(XPKG)/$$p-peerrelay-$(VERSION)-$$arch.cdx.json $(XPKG)/$$arch/$$p-peerrelay; \
+	  done; \
+	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/function-peerrelay -port 9443 -version $(VERSION) -sbom $(XPKG)/function-peerrelay-$(VERSION)-$$arch.cdx.json -tag $(REGISTRY)/function-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/function-image.tar; \
+	  $(XPKG)/imagebuild -arch $$arch -binary $(XPKG)/$$arch/provider-peerrelay -version $(VERSION) -sbom $(XPKG)/provider-peerrelay-$(VERSION)-$$arch.cdx.json -tag $(REGISTRY)/provider-peerrelay-runtime:$(VERSION) -o $(XPKG)/$$arch/provider-image.tar; \
 	  $(BIN)/crank xpkg build --package-root=package/function --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/$$arch/function-image.tar -o $(XPKG)/function-peerrelay-$(VERSION)-$$arch.xpkg; \
 	  $(BIN)/crank xpkg build --package-root=package/provider --examples-root=examples/package --embed-runtime-image-tarball=$(XPKG)/$$arch/provider-image.tar -o $(XPKG)/provider-peerrelay-$(VERSION)-$$arch.xpkg; \
 	done
-	$(BIN)/crank xpkg build --package-root=package/configuration --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
+	$(GO) run ./hack/pinconfig -src package/configuration -dst $(XPKG)/configuration-root -version $(VERSION)
+	$(BIN)/crank xpkg build --package-root=$(XPKG)/configuration-root --examples-root=examples/package -o $(XPKG)/configuration-peerrelay-$(VERSION).xpkg
+
+# A release: `make release VERSION=vX.Y.Z` builds every package for every
+# architecture with that version into .cache/release/vX.Y.Z, with the
+# SBOMs, once CHANGELOG.md has its entry. Push them as the README says.
+release:
+	@if [ "$(origin VERSION)" != "command line" ]; then echo "make release VERSION=vX.Y.Z: name the version"; exit 1; fi
+	@grep -qxF '## $(VERSION)' CHANGELOG.md || { echo "CHANGELOG.md has no '## $(VERSION)' entry: write it first"; exit 1; }
+	$(MAKE) xpkg VERSION=$(VERSION) ARCHES="amd64 arm64" XPKG=$(CURDIR)/.cache/release/$(VERSION)
+	@ls -1 $(CURDIR)/.cache/release/$(VERSION)/*.xpkg $(CURDIR)/.cache/release/$(VERSION)/*.cdx.json
+
+# The previous release, for the upgrade test (test/crossplane TestUpgrade):
+# its commit's tree built as that commit builds it, once (amd64: the test's
+# node), into .cache/previous/$(PREVIOUS_VERSION).
+PREVIOUS_VERSION := v0.1.0
+PREVIOUS_COMMIT := a70e90741d550eb7aa3da5acbe7b59735d963c28
+PREVIOUS := $(CURDIR)/.cache/previous/$(PREVIOUS_VERSION)
+xpkg-previous: $(PREVIOUS)/xpkg/configuration-peerrelay-$(PREVIOUS_VERSION).xpkg
+$(PREVIOUS)/xpkg/configuration-peerrelay-$(PREVIOUS_VERSION).xpkg: | $(BIN)/crank
+	rm -rf $(PREVIOUS) && mkdir -p $(PREVIOUS)/src
+	git cat-file -e $(PREVIOUS_COMMIT)^{commit} 2>/dev/null || git fetch --depth=1 origin $(PREVIOUS_COMMIT)
+	git archive $(PREVIOUS_COMMIT) | tar -x -C $(PREVIOUS)/src
+	$(MAKE) -C $(PREVIOUS)/src xpkg VERSION=$(PREVIOUS_VERSION) ARCHES=amd64 BIN=$(BIN) XPKG=$(PREVIOUS)/xpkg
 
 # Each case is rendered by the same test that checks it against its golden
 # file (test/render), which prints it here.
@@ -193,7 +288,7 @@ unit:
 # moto and DNS) and the system tests in test/ (real Crossplane, real pods).
 # The system suite (test/crossplane) runs for 10 to 12 minutes on 2 cores,
 # past go test's default 10-minute timeout.
-test: tools build xpkg
+test: tools build xpkg xpkg-previous
 	$(GO) test -count=1 -timeout 30m ./...
 
 # The system suite (test/crossplane) against other Crossplane core versions

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,25 +48,29 @@ type awsObserved struct {
 
 // observeAWS reads what AWS placement depends on, or returns nil when the
 // PeerRelay has no spec.aws.
-func observeAWS(spec map[string]any, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) *awsObserved {
+func observeAWS(spec map[string]any, obs observedState) *awsObserved {
 	if spec["aws"] == nil {
 		return nil
 	}
 	o := &awsObserved{}
-	var recorded map[int]placementIDs
-	for key, oc := range observed {
-		o.read(string(key), oc.Resource, &recorded)
+	for key, oc := range obs.observed {
+		o.read(string(key), oc.Resource)
 	}
-	// The provider's record wins over what the live objects say.
-	for i, p := range recorded {
-		setIn(&o.Applied, i, p)
+	for i, at := range obs.reports {
+		if c := at.AWS; c != nil {
+			setIn(&o.Checks, i, c)
+			if v := c.LastValid; v != nil {
+				// The provider's record wins over what the live objects say.
+				setIn(&o.Applied, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
+			}
+		}
 	}
 	for i, a := range o.Applied {
 		if a.SubnetID == "" || a.AllocationID == "" {
 			delete(o.Applied, i)
 		}
 	}
-	for name, p := range pods {
+	for name, p := range obs.pods {
 		if ip, _ := p.GetString("status.podIP"); ip != "" {
 			setIn(&o.PodIPs, name, ip)
 		}
@@ -76,21 +79,13 @@ func observeAWS(spec map[string]any, observed map[resource.Name]resource.Observe
 }
 
 // read takes what one observed composed resource says of the placement:
-// an Elastic IP's allocation, a RelayConfig's check and the provider's
-// record of the last valid placement (into recorded), a Service's or load
-// balancer's placement applied, and a load balancer's or target group's
-// name.
-func (o *awsObserved) read(key string, obj *composed.Unstructured, recorded *map[int]placementIDs) {
+// an Elastic IP's allocation, a Service's or load balancer's placement
+// applied, and a load balancer's or target group's name. (A RelayConfig's
+// check and record come from obs.reports.)
+func (o *awsObserved) read(key string, obj *composed.Unstructured) {
 	if i, ok := replicaIndex(key, keyPrefixEIP); ok {
 		if id, _ := obj.GetString("status.atProvider.allocationId"); id != "" {
 			setIn(&o.Allocations, i, id)
-		}
-	} else if i, ok := replicaIndex(key, keyPrefixRelayConfig); ok {
-		if c := awsCheck(obj); c != nil {
-			setIn(&o.Checks, i, c)
-			if v := c.LastValid; v != nil {
-				setIn(recorded, i, placementIDs{SubnetID: v.SubnetID, AllocationID: v.AllocationID})
-			}
 		}
 	} else if i, ok := replicaIndex(key, keyPrefixService); ok {
 		setIn(&o.Applied, i, placementIDs{AllocationID: obj.GetAnnotations()[annotationEIPAllocations], SubnetID: obj.GetAnnotations()[annotationSubnets]})
@@ -113,12 +108,6 @@ func setIn[K comparable, V any](m *map[K]V, k K, v V) {
 		*m = map[K]V{}
 	}
 	(*m)[k] = v
-}
-
-// awsCheck is the provider's check of a replica's subnet and allocation,
-// from its RelayConfig's status, or nil when there is none.
-func awsCheck(rc *composed.Unstructured) *relayv1alpha1.AWSPlacementObservation {
-	return atProvider(rc).AWS
 }
 
 // awsPlan is how a PeerRelay's replicas are placed on AWS: present when

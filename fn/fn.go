@@ -108,11 +108,12 @@ func observe(req *fnv1.RunFunctionRequest) (*resource.Composite, observedState, 
 	if err != nil {
 		return nil, observedState{}, inputs{}, err
 	}
-	in, err := readInputs(req, xr, observed, pods)
+	obs := observedState{observed: observed, pods: pods, reports: providerReports(observed), last: lastStatus(xr)}
+	in, err := readInputs(req, xr, obs)
 	if err != nil {
 		return nil, observedState{}, inputs{}, err
 	}
-	return xr, observedState{observed: observed, pods: pods, last: lastStatus(xr)}, in, nil
+	return xr, obs, in, nil
 }
 
 // desire adds the composition's objects to the desired composed resources

@@ -111,7 +111,7 @@ func FuzzAWSPlacement(f *testing.F) {
 				return
 			}
 			req.Observed.Resources[key] = &fnv1.Resource{Resource: s}
-			if c := awsCheck(&composed.Unstructured{Unstructured: unstructured.Unstructured{Object: m}}); c != nil && len(c.Problems) == 0 {
+			if c := atProvider(&composed.Unstructured{Unstructured: unstructured.Unstructured{Object: m}}).AWS; c != nil && len(c.Problems) == 0 {
 				checked[c.SubnetID+"/"+c.AllocationID] = true
 			}
 		}

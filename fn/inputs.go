@@ -9,7 +9,6 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 )
 
 // inputs is everything a composition depends on. newRelay reads nothing
@@ -40,7 +39,7 @@ type inputs struct {
 }
 
 // readInputs takes from the request what a composition depends on.
-func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed map[resource.Name]resource.ObservedComposed, pods map[string]*composed.Unstructured) (inputs, error) {
+func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, obs observedState) (inputs, error) {
 	labels := xr.Resource.GetLabels()
 	in := inputs{
 		Name: xr.Resource.GetName(), Namespace: xr.Resource.GetNamespace(),
@@ -70,8 +69,8 @@ func readInputs(req *fnv1.RunFunctionRequest, xr *resource.Composite, observed m
 			in.ProxyClasses = append(in.ProxyClasses, pc.Resource.Object)
 		}
 	}
-	in.AWS = observeAWS(in.Spec, observed, pods)
-	for key, oc := range observed {
+	in.AWS = observeAWS(in.Spec, obs)
+	for key, oc := range obs.observed {
 		_, sts := replicaIndex(string(key), keyPrefixStatefulSet)
 		if oc.Resource != nil && (sts || key == keyServiceAccount || key == keyRole || key == keyRoleBinding) {
 			in.Existing = append(in.Existing, string(key))

@@ -20,7 +20,7 @@ func read(t *testing.T, spec string, obs map[resource.Name]resource.ObservedComp
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := readInputs(req, c, obs, nil)
+	in, err := readInputs(req, c, observedState{observed: obs, reports: providerReports(obs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,9 @@ type observedState struct {
 	// podsRequired: the function asks for the pods (needsPods); otherwise
 	// readiness comes from the StatefulSets.
 	podsRequired bool
+	// reports are the composed RelayConfigs' status.atProvider, by
+	// replica (providerReports).
+	reports map[int]relayv1alpha1.RelayConfigObservation
 	// last is the status the PeerRelay has now.
 	last v1alpha1.PeerRelayStatus
 	// awsKeys are the AWS managed resources composed for each replica
@@ -123,7 +126,7 @@ func (o observedState) replica(r *relay, i int) replicaObservation {
 		ro.readService(svc, r, i)
 	}
 	if rc, ok := o.get(relayConfigKey(i)); ok {
-		ro.readRelayConfig(rc, i)
+		ro.readRelayConfig(rc, o.reports[i], i)
 	}
 	for _, k := range o.awsKeys[i] {
 		// What the provider advertises can come before the load balancer
@@ -175,7 +178,7 @@ func (ro *replicaObservation) readService(svc *composed.Unstructured, r *relay, 
 // readRelayConfig takes what the provider says of replica i: its
 // conditions and what its config advertises, which wins over the bare
 // ingress IPs (resolved hostnames, AWS addresses, static endpoints).
-func (ro *replicaObservation) readRelayConfig(rc *composed.Unstructured, i int) {
+func (ro *replicaObservation) readRelayConfig(rc *composed.Unstructured, at relayv1alpha1.RelayConfigObservation, i int) {
 	ro.configReady = isTrue(rc, xpv2.TypeReady)
 	ro.key = rc.GetCondition(relayv1alpha1.ConditionAuthKey)
 	ro.cleanup = rc.GetCondition(relayv1alpha1.ConditionDeviceCleanup)
@@ -183,7 +186,6 @@ func (ro *replicaObservation) readRelayConfig(rc *composed.Unstructured, i int) 
 	if c := rc.GetCondition(relayv1alpha1.ConditionReachable); c.Reason != "" {
 		ro.reachable = c
 	}
-	at := atProvider(rc)
 	ro.traffic = at.Traffic
 	ro.nodeAddress = at.Source == relayv1alpha1.SourceNodeExternalIP || at.Source == relayv1alpha1.SourceNodeInternalIP
 	ro.lbAddress = ro.serviceReady || (at.Source != "" && at.Source != relayv1alpha1.SourceStatic && !ro.nodeAddress)

@@ -2,11 +2,25 @@ package fn
 
 import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	relayv1alpha1 "github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
 )
+
+// providerReports decodes, once per call, what the provider observed of
+// each composed RelayConfig, by replica: the status and the AWS plan's
+// inputs both read it from here.
+func providerReports(observed map[resource.Name]resource.ObservedComposed) map[int]relayv1alpha1.RelayConfigObservation {
+	out := map[int]relayv1alpha1.RelayConfigObservation{}
+	for key, oc := range observed {
+		if i, ok := replicaIndex(string(key), keyPrefixRelayConfig); ok && string(key) == relayConfigKey(i) && oc.Resource != nil {
+			out[i] = atProvider(oc.Resource)
+		}
+	}
+	return out
+}
 
 // atProvider is what the provider observed of a composed RelayConfig; the
 // zero value when it has observed nothing (yet) or its status does not

@@ -5,14 +5,18 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +31,10 @@ import (
 	"github.com/peerrelay/peerrelay/provider/config"
 	"github.com/peerrelay/peerrelay/provider/relayconfig"
 )
+
+// relayConfigCRD names the RelayConfig's CRD, which Crossplane creates
+// once a ManagedResourceActivationPolicy activates it (safe-start).
+const relayConfigCRD = "relayconfigs." + v1alpha1.Group
 
 // ManagerOptions tune the manager.
 type ManagerOptions struct {
@@ -50,6 +58,10 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctr
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	// The safe-start gate watches CRDs (Setup).
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	sync := o.SyncPeriod
 	health := o.HealthAddress
 	if health == "" {
@@ -70,6 +82,13 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) (ctr
 			SyncPeriod: &sync,
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}: {Label: relayconfig.CachedSecrets(), Transform: relayconfig.StripSecret},
+				// The safe-start gate (Setup) waits for one CRD: the cache
+				// holds that one, without its schema, not every CRD of the
+				// cluster (hundreds, with the Upbound providers).
+				&apiextensionsv1.CustomResourceDefinition{}: {
+					Field:     fields.OneTermEqualSelector("metadata.name", relayConfigCRD),
+					Transform: customresourcesgate.TransformStripCRDSchema,
+				},
 			},
 		},
 	})
@@ -112,10 +131,45 @@ func Metrics(poll time.Duration) (*controller.MetricOptions, error) {
 	return &controller.MetricOptions{PollStateMetricInterval: poll, MRMetrics: mr, MRStateMetrics: state}, nil
 }
 
-// Setup adds every controller.
+// Setup adds every controller. With o.Gate set, as the provider runs with
+// Crossplane's safe-start capability, the RelayConfig controller starts
+// only once the RelayConfig CRD is established: Crossplane creates it when
+// a ManagedResourceActivationPolicy activates its ManagedResourceDefinition
+// (the Configuration's does). The provider config controllers start at
+// once: their CRDs come with the package.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	if err := config.Setup(mgr, o); err != nil {
 		return err
 	}
-	return relayconfig.Setup(mgr, o)
+	if o.Gate == nil {
+		return relayconfig.Setup(mgr, o)
+	}
+	if err := customresourcesgate.Setup(mgr, o); err != nil {
+		return err
+	}
+	failed := make(gatedSetupFailure, 1)
+	o.Gate.Register(func() {
+		if err := relayconfig.Setup(mgr, o); err != nil {
+			failed <- err
+		}
+	}, v1alpha1.RelayConfigGroupVersionKind)
+	return mgr.Add(failed)
 }
+
+// gatedSetupFailure stops the manager when a controller set up after start
+// (Setup's gate) fails to, as a failure at start would: the provider's pod
+// restarts rather than running without its controller.
+type gatedSetupFailure chan error
+
+func (f gatedSetupFailure) Start(ctx context.Context) error {
+	select {
+	case err := <-f:
+		return fmt.Errorf("cannot start the RelayConfig controller: %w", err)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// NeedLeaderElection is false: it watches for a failure wherever the gate
+// opens (on the leader, whose crd-gate controller runs).
+func (gatedSetupFailure) NeedLeaderElection() bool { return false }

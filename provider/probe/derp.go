@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go4.org/mem"
@@ -19,42 +20,62 @@ import (
 // probe that asked.
 
 // derp returns the prober's client for a DERP region, connecting it and
-// starting its receive loop the first time.
+// starting its receive loop the first time. Probes that start at once
+// share one connection attempt: two connections of the prober's key would
+// leave the DERP server with a duplicate set, and it drops packets sent to
+// a key whose connections have not written yet, so an answer arriving
+// before the extra connections' close reached the server was lost.
 func (p *Prober) derp(ctx context.Context, derpMap *tailcfg.DERPMap, region int) (*derphttp.Client, error) {
-	p.mu.Lock()
-	c, ok := p.derps[region]
-	p.mu.Unlock()
-	if ok {
+	if c := p.derpClient(region); c != nil {
 		return c, nil
 	}
 	r := derpMap.Regions[region]
 	if r == nil {
 		return nil, fmt.Errorf("prober: DERP region %d is not in the DERP map", region)
 	}
-	c = derphttp.NewRegionClient(p.node, p.logf, p.netMon, func() *tailcfg.DERPRegion { return r })
-	if err := c.Connect(ctx); err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("prober: connect to DERP region %d: %w", region, err)
+	// The connection outlives the probe that made it: it is not cut short
+	// by that probe's context, and a probe waiting on it gives up on its
+	// own.
+	ch := p.connecting.DoChan(strconv.Itoa(region), func() (any, error) {
+		if c := p.derpClient(region); c != nil {
+			return c, nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), derpConnectTimeout)
+		defer cancel()
+		c := derphttp.NewRegionClient(p.node, p.logf, p.netMon, func() *tailcfg.DERPRegion { return r })
+		if err := c.Connect(ctx); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("prober: connect to DERP region %d: %w", region, err)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			_ = c.Close()
+			return nil, errors.New("prober: closed")
+		}
+		p.derps[region] = c
+		go p.receive(c)
+		return c, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*derphttp.Client), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
+}
+
+// derpConnectTimeout bounds a connection to a DERP region.
+const derpConnectTimeout = 10 * time.Second
+
+// derpClient is the region's connected client, or nil.
+func (p *Prober) derpClient(region int) *derphttp.Client {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		_ = c.Close()
-		return nil, errors.New("prober: closed")
-	}
-	if won, ok := p.derps[region]; ok {
-		// A probe started at the same time connected first: share its
-		// client. A second one would be left out of p.derps, so never
-		// closed, not even by Close, and the DERP server would hold two
-		// connections of the prober's key, sending to the last that wrote.
-		p.mu.Unlock()
-		_ = c.Close()
-		return won, nil
-	}
-	p.derps[region] = c
-	p.mu.Unlock()
-	go p.receive(c)
-	return c, nil
+	defer p.mu.Unlock()
+	return p.derps[region]
 }
 
 // receive hands allocation answers arriving over DERP to their probes.
@@ -117,14 +138,6 @@ func (p *Prober) openAllocation(from key.NodePublic, b []byte) *disco.AllocateUD
 	if !known {
 		return nil
 	}
-	clear, ok := p.disco.Shared(sender).Open(b[len(disco.Magic)+key.DiscoPublicRawLen:])
-	if !ok {
-		return nil
-	}
-	m, err := disco.Parse(clear)
-	if err != nil {
-		return nil
-	}
-	resp, _ := m.(*disco.AllocateUDPRelayEndpointResponse)
+	resp, _ := openDisco(b, p.disco.Shared(sender)).(*disco.AllocateUDPRelayEndpointResponse)
 	return resp
 }

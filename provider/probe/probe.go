@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"tailscale.com/control/controlclient"
 	"tailscale.com/derp/derphttp"
 	"tailscale.com/disco"
@@ -84,6 +85,8 @@ type Prober struct {
 	mu    sync.Mutex
 	nm    *netmap.NetworkMap
 	derps map[int]*derphttp.Client
+	// connecting: one DERP connection attempt per region at a time.
+	connecting singleflight.Group
 	// closed: Close ran; a DERP client connected after it is closed at
 	// once, not kept (it would never be closed).
 	closed  bool
@@ -336,20 +339,25 @@ func isChallenge(b []byte, shared key.DiscoShared, vni, gen uint32) bool {
 	if gh.Decode(b) != nil || !gh.Control || gh.VNI.Get() != vni {
 		return false
 	}
-	b = b[packet.GeneveFixedHeaderLength:]
+	c, ok := openDisco(b[packet.GeneveFixedHeaderLength:], shared).(*disco.BindUDPRelayEndpointChallenge)
+	return ok && c.VNI == vni && c.Generation == gen
+}
+
+// openDisco opens a sealed disco message (magic, sender's key, box) with
+// the key shared with its sender; nil if it is not one or does not open.
+func openDisco(b []byte, shared key.DiscoShared) disco.Message {
 	if _, ok := disco.Source(b); !ok {
-		return false
+		return nil
 	}
 	clear, ok := shared.Open(b[len(disco.Magic)+key.DiscoPublicRawLen:])
 	if !ok {
-		return false
+		return nil
 	}
 	m, err := disco.Parse(clear)
 	if err != nil {
-		return false
+		return nil
 	}
-	c, ok := m.(*disco.BindUDPRelayEndpointChallenge)
-	return ok && c.VNI == vni && c.Generation == gen
+	return m
 }
 
 // sealed appends a disco packet from our key to theirs carrying payload.

@@ -17,6 +17,7 @@ import (
 	"tailscale.com/derp/derphttp"
 	"tailscale.com/derp/derpserver"
 	"tailscale.com/disco"
+	"tailscale.com/metrics"
 	"tailscale.com/net/netmon"
 	"tailscale.com/net/packet"
 	"tailscale.com/tailcfg"
@@ -325,7 +326,8 @@ func TestDeliver(t *testing.T) {
 // TestDERPShared: probes of a relay homed in a DERP region the prober has
 // not used yet, started together, share one connection to it. The relay's
 // answer comes back over it to the probe that asked.
-func TestDERPShared(t *testing.T) {
+// derpRegion starts a DERP server on loopback as region 900.
+func derpRegion(t *testing.T) (*derpserver.Server, *tailcfg.DERPRegion, *tailcfg.DERPMap) {
 	d := derpserver.New(key.NewNode(), logger.Discard)
 	t.Cleanup(func() { _ = d.Close() })
 	srv := httptest.NewUnstartedServer(derpserver.Handler(d))
@@ -334,7 +336,49 @@ func TestDERPShared(t *testing.T) {
 	t.Cleanup(srv.Close)
 	region := &tailcfg.DERPRegion{RegionID: 900, Nodes: []*tailcfg.DERPNode{{Name: "900a", RegionID: 900, HostName: "127.0.0.1",
 		IPv4: "127.0.0.1", IPv6: "none", DERPPort: srv.Listener.Addr().(*net.TCPAddr).Port, InsecureForTests: true}}}
-	derpMap := &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{900: region}}
+	return d, region, &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{900: region}}
+}
+
+// dupConns is how many connections the DERP server accepted for a key it
+// already had: a second connection of the prober's key, even one closed
+// at once, makes the server drop packets for that key until it sees the
+// close.
+func dupConns(d *derpserver.Server) string {
+	return d.ExpVar(false).(*metrics.Set).Get("counter_total_dup_client_conns").String()
+}
+
+// TestDERPConnectOutlivesProbe: a probe whose context ends while it
+// connects gives up, but the connection goes on for the next probe,
+// still one connection of the prober's key.
+func TestDERPConnectOutlivesProbe(t *testing.T) {
+	d, _, derpMap := derpRegion(t)
+	p := prober(newDevice("relay"))
+	p.node, p.logf, p.netMon, p.derps = key.NewNode(), logger.Discard, netmon.NewStatic(), map[int]*derphttp.Client{}
+	t.Cleanup(func() {
+		for _, c := range p.derps {
+			_ = c.Close()
+		}
+	})
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _ = p.derp(ended, derpMap, 900) // either outcome: it raced its own end
+	var kept *derphttp.Client
+	for deadline := time.Now().Add(5 * time.Second); kept == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		kept = p.derpClient(900)
+	}
+	if kept == nil {
+		t.Fatal("the connection was abandoned with the probe whose context ended")
+	}
+	if c, err := p.derp(t.Context(), derpMap, 900); err != nil || c != kept {
+		t.Errorf("the next probe got %p (%v), want the kept connection %p", c, err, kept)
+	}
+	if dups := dupConns(d); dups != "0" {
+		t.Errorf("the DERP server accepted %s duplicate connections of the prober's key", dups)
+	}
+}
+
+func TestDERPShared(t *testing.T) {
+	d, region, derpMap := derpRegion(t)
 
 	relay := newDevice("relay")
 	p := prober(relay)
@@ -359,12 +403,25 @@ func TestDERPShared(t *testing.T) {
 			t.Errorf("concurrent probes got DERP clients %p and %p for one region; the ones not kept in p.derps are never closed", got[0], c)
 		}
 	}
+	if dups := dupConns(d); dups != "0" {
+		t.Errorf("the DERP server accepted %s duplicate connections of the prober's key; concurrent probes must share one connection attempt", dups)
+	}
 
 	w := make(chan *disco.AllocateUDPRelayEndpointResponse, 1)
 	p.waiters[42] = waiter{peer: relay.node.Public(), answer: w}
 	rc := derphttp.NewRegionClient(relay.node, logger.Discard, netmon.NewStatic(), func() *tailcfg.DERPRegion { return region })
 	t.Cleanup(func() { _ = rc.Close() })
 	answer := &disco.AllocateUDPRelayEndpointResponse{Generation: 42, UDPRelayEndpoint: disco.UDPRelayEndpoint{VNI: 7, AddrPorts: []netip.AddrPort{netip.MustParseAddrPort("192.0.2.1:7777")}}}
+	// derphttp's Connect returns once the prober's key is sent; the server
+	// registers it a moment later, and drops a packet to a key it does not
+	// know yet. A probe's request goes over the same connection, so an answer
+	// can follow only a registered key; the unasked answer here must wait
+	// for it too (without this wait the test failed 2 runs in 100 under load).
+	for deadline := time.Now().Add(5 * time.Second); !d.IsClientConnectedForTest(p.node.Public()); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the DERP server never registered the prober's connection")
+		}
+	}
 	if err := rc.Send(p.node.Public(), seal(relay.disco, p.disco.Public(), answer)); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@
 // its reachability (reachability.go, probers.go, probequeue.go) and
 // traffic (traffic.go), and the key it logs in with (authkey.go,
 // mintbudget.go); what it keeps of Secrets (secretcache.go); condition
-// messages that do not change between attempts (stable.go); metrics
+// messages that do not change between attempts (stable.go); the reconcile
+// rate, shared fairly between namespaces (fairlimit.go); metrics
 // (metrics.go).
 package relayconfig

@@ -62,6 +62,14 @@ func init() {
 	for _, o := range []string{sampleChanged, sampleUnchanged, sampleHeld, sampleFailed} {
 		trafficSamples.WithLabelValues(o)
 	}
+	// The Tailscale API calls too: an alert that a call's errors are not
+	// answered by successes (PeerRelayKeyMintFailing) sees the first
+	// success as an increase.
+	for _, c := range []string{"create_key", "revoke_key", "get_device", "delete_device"} {
+		for _, o := range []string{"ok", "not_found", "error"} {
+			tailnetCalls.WithLabelValues(c, o)
+		}
+	}
 }
 
 // Traffic sample outcomes.

@@ -7,7 +7,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
@@ -96,7 +95,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		// (its users) whenever a RelayConfig starts or stops using it.
 		Watches(&v1alpha1.ClusterProviderConfig{}, handler.EnqueueRequestsFromMapFunc(relayConfigsUsing(mgr.GetClient(), o.Logger)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ProviderConfig{}, handler.EnqueueRequestsFromMapFunc(relayConfigsUsing(mgr.GetClient(), o.Logger)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(ratelimiter.NewReconciler(name, newBackoff(r, o.Logger.WithValues("controller", name)), o.GlobalRateLimiter))
+		Complete(newFairReconciler(newBackoff(r, o.Logger.WithValues("controller", name)), o.GlobalRateLimiter))
 }
 
 // newReconciler is the managed reconciler with the options that shape

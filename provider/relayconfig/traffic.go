@@ -93,7 +93,7 @@ func (e *external) sampleTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) 
 		// A replica being deleted is not sampled again (Delete forgets it).
 		return
 	}
-	sample, err := e.readTraffic(ctx, mg.GetNamespace(), src)
+	sample, err := e.readTraffic(ctx, mg)
 	if err != nil {
 		observeSample(sampleFailed)
 		return
@@ -138,12 +138,24 @@ func worthRecording(last *v1alpha1.TrafficSample, sample v1alpha1.TrafficSample,
 	return now.Sub(last.SampledAt.Time) >= recordEvery
 }
 
-// readTraffic scrapes the pod src names, in namespace ns, on its metrics
-// port.
-func (e *external) readTraffic(ctx context.Context, ns string, src *v1alpha1.TrafficSource) (v1alpha1.TrafficSample, error) {
+// readTraffic scrapes the replica's pod, src.Pod in mg's namespace, on its
+// metrics port. Only a pod of the replica's StatefulSet (named as the
+// RelayConfig) on the pod network is read: a pod on its node's network has
+// the node's address, and its port would be the node's. A tenant can
+// write a pod's ownerReferences, so that check keeps a stray pod of the
+// same name from being counted, not the provider's requests in bounds;
+// the pod network does that: the scrape reaches only the tenant's pod.
+func (e *external) readTraffic(ctx context.Context, mg *v1alpha1.RelayConfig) (v1alpha1.TrafficSample, error) {
+	src := mg.Spec.ForProvider.Traffic
 	pod := &corev1.Pod{}
-	if err := e.read.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.Pod}, pod); err != nil {
+	if err := e.read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: src.Pod}, pod); err != nil {
 		return v1alpha1.TrafficSample{}, err
+	}
+	if owner := metav1.GetControllerOf(pod); owner == nil || owner.Kind != "StatefulSet" || owner.Name != mg.GetName() {
+		return v1alpha1.TrafficSample{}, fmt.Errorf("pod %s is not controlled by StatefulSet %s", src.Pod, mg.GetName())
+	}
+	if pod.Spec.HostNetwork {
+		return v1alpha1.TrafficSample{}, fmt.Errorf("pod %s runs on its node's network", src.Pod)
 	}
 	ip, err := netip.ParseAddr(pod.Status.PodIP)
 	if err != nil || pod.Status.Phase != corev1.PodRunning {

@@ -105,12 +105,14 @@ func TestSampleTraffic(t *testing.T) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	p, _ := strconv.Atoi(port)
 
-	phase := corev1.PodRunning
+	phase, owner, controller, hostNetwork := corev1.PodRunning, "my-relay-0", true, false
 	read := &test.MockClient{MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
 		if key.Namespace != "team-a" || key.Name != "my-relay-0-0" {
 			return kerrors.NewNotFound(schema.GroupResource{Resource: "pods"}, key.Name)
 		}
 		pod := obj.(*corev1.Pod)
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: owner, Controller: &controller}}
+		pod.Spec.HostNetwork = hostNetwork
 		pod.Status = corev1.PodStatus{Phase: phase, PodIP: "127.0.0.1"}
 		return nil
 	}}
@@ -137,7 +139,10 @@ func TestSampleTraffic(t *testing.T) {
 		{reason: "After a minute the new count is read, but not recorded: a relay counting on is recorded every recordEvery.", after: 30 * time.Second, scrapes: 2, want: sample(128, 16384, first)},
 		{reason: "Once the recorded sample is recordEvery old, the new count is recorded.", after: recordEvery - time.Minute, scrapes: 3, want: sample(508, 16384, first.Add(recordEvery))},
 		{reason: "The same counts a minute later change nothing, not even the time.", after: time.Minute, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
-		{reason: "A pod that is not running keeps the last sample.", after: time.Minute, set: func() { phase = corev1.PodPending; packets.Store(900) }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "A pod of the same name not controlled by the replica's StatefulSet is not read.", after: time.Minute, set: func() { controller = false; packets.Store(900) }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "Nor one controlled by another StatefulSet.", after: time.Minute, set: func() { controller, owner = true, "other" }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "Nor the replica's pod on its node's network: its address is the node's.", after: time.Minute, set: func() { owner, hostNetwork = "my-relay-0", true }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
+		{reason: "A pod that is not running keeps the last sample.", after: time.Minute, set: func() { hostNetwork = false; phase = corev1.PodPending }, scrapes: 4, want: sample(508, 16384, first.Add(recordEvery))},
 		{reason: "Sampling turned off clears the sample.", after: time.Minute, set: func() { mg.Spec.ForProvider.Traffic = nil }, scrapes: 4},
 	}
 	for _, s := range steps {

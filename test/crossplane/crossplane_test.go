@@ -28,11 +28,12 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
 	"github.com/peerrelay/peerrelay/test/harness/kubelet"
+	"github.com/peerrelay/peerrelay/test/harness/node"
 	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
 
 const (
-	version = "v0.1.0"
+	version = "v0.2.0"
 	// registryName is where the README's packages live; the test's
 	// registry answers as it.
 	registryName = "xpkg.crossplane.io/peerrelay"
@@ -46,12 +47,15 @@ const (
 type system struct {
 	*xpharness.Crossplane
 	runtime *xpharness.Runtime
-	node    *kubelet.Node
+	node    testNode
 	tailnet *tailnet.Tailnet
 	cloud   *cloud
 	writes  *writeCounter
 	// auditLog is kube-apiserver's log of every write (options.audit).
 	auditLog string
+	// release is this tree's packages, by name, when start pushed the
+	// previous release instead (options.previous): pushRelease pushes them.
+	release map[string][]string
 }
 
 func TestCrossplane(t *testing.T) {
@@ -90,6 +94,9 @@ type options struct {
 	bench bool
 	// audit has kube-apiserver log every write with who made it.
 	audit bool
+	// previous pushes the previous release's packages (make xpkg-previous)
+	// rather than this tree's, which pushRelease pushes later: an upgrade.
+	previous bool
 }
 
 func start(t testing.TB, o options) *system {
@@ -111,7 +118,11 @@ func start(t testing.TB, o options) *system {
 
 	// The benchmarks' hollow node runs no pod: there Crossplane runs packages
 	// with the External runtime and the harness runs them as host processes.
-	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow}
+	// The pods run on a real node (test/harness/node); PEERRELAY_NODE=standin
+	// runs them on the stand-in node it replaced (test/harness/kubelet),
+	// kept while the real node settles in.
+	realNode := os.Getenv("PEERRELAY_NODE") != "standin" && !o.hollow
+	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow, RealNode: realNode}
 	if o.bench {
 		xo.Quiet, xo.PollInterval = true, time.Minute
 		// CROSSPLANE_ARGS tunes Crossplane core for a benchmark's run, e.g.
@@ -127,19 +138,25 @@ func start(t testing.TB, o options) *system {
 		harness.Tool(t, "provider-peerrelay")
 	}
 	xp := xpharness.StartCrossplane(t, xo)
-	// The packages keep their real names: the registry answers as
-	// xpkg.crossplane.io. Each architecture of a package is in one index.
-	for name, paths := range files {
-		xp.Registry.Push(t, "peerrelay/"+name, version, paths...)
-	}
-
 	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}, auditLog: xo.AuditLog}
+	if o.previous {
+		s.release = files
+		for name, paths := range previousPackages(t) {
+			xp.Registry.Push(t, "peerrelay/"+name, previousVersion, paths...)
+		}
+	} else {
+		s.pushPackages(t, files, version)
+	}
 	if xo.ExternalRuntime {
 		s.runtime = xp.StartRuntime(t, xpharness.RuntimeOptions{Quiet: o.bench})
 	}
 	// The pods run for real: containerboot and tailscaled, logging in to a
 	// control server that answers as Tailscale's.
-	s.node = kubelet.Start(t, xp.AdminConfig, kubelet.Options{Hollow: o.hollow, Registry: xp.Registry})
+	if realNode {
+		s.node = node.Start(t, xp.AdminConfig, node.Registry{Host: xp.Registry.Host, Addr: xp.Registry.Addr, CA: xp.Registry.CA})
+	} else {
+		s.node = kubelet.Start(t, xp.AdminConfig, kubelet.Options{Hollow: o.hollow, Registry: xp.Registry})
+	}
 	if !o.hollow {
 		// Started before the pods that log in to it: they find it by name.
 		s.tailnet = tailnet.StartAsControlHost(t, s.node.ServicesIP().String())
@@ -164,32 +181,57 @@ func start(t testing.TB, o options) *system {
 	return s
 }
 
+// pushPackages pushes packages (by name) as tag. The packages keep their
+// real names: the registry answers as xpkg.crossplane.io. Each
+// architecture of a package is in one index.
+func (s *system) pushPackages(t testing.TB, files map[string][]string, tag string) {
+	t.Helper()
+	for name, paths := range files {
+		s.Registry.Push(t, "peerrelay/"+name, tag, paths...)
+	}
+}
+
 // readme runs every command of the README block under heading, in order,
 // and, with check, checks the output it shows.
 func (s *system) readme(t testing.TB, heading string, check bool) {
-	for _, c := range readmeBlock(t, heading) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.readmeIn(t, root, heading, check)
+}
+
+// readmeIn is readme with the README of the tree at root, its commands'
+// files (kubectl apply -f) taken from there.
+func (s *system) readmeIn(t testing.TB, root, heading string, check bool) {
+	for _, c := range harness.ReadmeBlock(t, root, heading) {
+		for i, a := range c.Args {
+			if i > 0 && c.Args[i-1] == "-f" && !filepath.IsAbs(a) {
+				c.Args[i] = filepath.Join(root, a)
+			}
+		}
 		out, args := s.runReadme(t, c)
-		if !check || c.output == nil {
+		if !check || c.Output == nil {
 			continue
 		}
 		// Crossplane v2.4 can re-apply a PeerRelay's stale conditions for a
 		// moment right after they changed (crossplane/crossplane#7062): a
 		// `get` right after `wait` may show the old ones once. The table
 		// must match within 10 s; a miss before that is logged.
-		diffs := tableDiff(c.line, c.output, strings.Split(strings.TrimSpace(out), "\n"))
-		for try := 0; len(diffs) > 0 && c.args[0] == "kubectl" && try < 10; try++ {
-			t.Logf("%s: %s; again in 1 s (crossplane/crossplane#7062)", c.line, strings.Join(diffs, "; "))
+		diffs := tableDiff(c.Line, c.Output, strings.Split(strings.TrimSpace(out), "\n"))
+		for try := 0; len(diffs) > 0 && c.Args[0] == "kubectl" && try < 10; try++ {
+			t.Logf("%s: %s; again in 1 s (crossplane/crossplane#7062)", c.Line, strings.Join(diffs, "; "))
 			time.Sleep(time.Second)
 			var err error
 			if out, err = s.Kubectl(t, args...); err != nil {
-				t.Fatalf("README command %q failed: %v\n%s", c.line, err, out)
+				t.Fatalf("README command %q failed: %v\n%s", c.Line, err, out)
 			}
-			diffs = tableDiff(c.line, c.output, strings.Split(strings.TrimSpace(out), "\n"))
+			diffs = tableDiff(c.Line, c.Output, strings.Split(strings.TrimSpace(out), "\n"))
 		}
 		for _, d := range diffs {
 			t.Error(d)
 		}
-		if len(diffs) > 0 && c.args[0] == "kubectl" {
+		if len(diffs) > 0 && c.Args[0] == "kubectl" {
 			y, _ := s.Kubectl(t, append(args, "-o", "yaml", "--show-managed-fields")...)
 			t.Logf("the object behind that table:\n%s", y)
 		}
@@ -198,25 +240,25 @@ func (s *system) readme(t testing.TB, heading string, check bool) {
 
 // runReadme runs one README command and returns its output and the
 // arguments it ran with; a failure fails the test.
-func (s *system) runReadme(t testing.TB, c readmeCommand) (string, []string) {
+func (s *system) runReadme(t testing.TB, c harness.ReadmeCommand) (string, []string) {
 	t.Helper()
-	args := make([]string, len(c.args)-1)
-	for i, a := range c.args[1:] {
+	args := make([]string, len(c.Args)-1)
+	for i, a := range c.Args[1:] {
 		args[i] = strings.ReplaceAll(a, "<registry>", registryName)
 	}
 	var out string
 	var err error
-	switch c.args[0] {
+	switch c.Args[0] {
 	case "kubectl":
 		out, err = s.Kubectl(t, args...)
 	case "crossplane":
 		out, err = s.CLI(t, args...)
 	default:
-		t.Fatalf("README command %q: the test knows kubectl and crossplane only", c.line)
+		t.Fatalf("README command %q: the test knows kubectl and crossplane only", c.Line)
 	}
-	t.Logf("%s $ %s\n%s", time.Now().Format("15:04:05.000"), c.line, out)
+	t.Logf("%s $ %s\n%s", time.Now().Format("15:04:05.000"), c.Line, out)
 	if err != nil {
-		t.Fatalf("README command %q failed: %v\n%s", c.line, err, out)
+		t.Fatalf("README command %q failed: %v\n%s", c.Line, err, out)
 	}
 	return out, args
 }

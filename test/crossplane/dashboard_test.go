@@ -22,11 +22,15 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
-// dashboardMetrics returns the metric names docs/grafana-dashboard.json
-// queries that start with one of prefixes: the system tests check that
-// the pods they scrape export each of them, so the dashboard never shows
-// a metric nothing serves.
-func dashboardMetrics(t *testing.T, prefixes ...string) []string {
+// dashboardPanel is one panel of docs/grafana-dashboard.json and the
+// queries of its targets.
+type dashboardPanel struct {
+	Title   string
+	Targets []struct{ Expr string } `json:"targets"`
+}
+
+// dashboardPanels reads docs/grafana-dashboard.json's panels.
+func dashboardPanels(t *testing.T) []dashboardPanel {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -37,16 +41,23 @@ func dashboardMetrics(t *testing.T, prefixes ...string) []string {
 		t.Fatal(err)
 	}
 	var d struct {
-		Panels []struct {
-			Targets []struct{ Expr string } `json:"targets"`
-		} `json:"panels"`
+		Panels []dashboardPanel `json:"panels"`
 	}
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("docs/grafana-dashboard.json: %v", err)
 	}
+	return d.Panels
+}
+
+// dashboardMetrics returns the metric names docs/grafana-dashboard.json
+// queries that start with one of prefixes: the system tests check that
+// the pods they scrape export each of them, so the dashboard never shows
+// a metric nothing serves.
+func dashboardMetrics(t *testing.T, prefixes ...string) []string {
+	t.Helper()
 	name := regexp.MustCompile(`\b(` + strings.Join(prefixes, "|") + `)[a-z_]*`)
 	var out []string
-	for _, p := range d.Panels {
+	for _, p := range dashboardPanels(t) {
 		for _, target := range p.Targets {
 			out = append(out, name.FindAllString(target.Expr, -1)...)
 		}

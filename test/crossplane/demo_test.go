@@ -32,25 +32,25 @@ func TestDemo(t *testing.T) {
 
 	var applied time.Time
 	for _, c := range readmeBlock(t, "## Install on a cluster") {
-		if c.args[0] == "kubectl" && len(c.args) > 3 && c.args[3] == "wait" {
+		if c.Args[0] == "kubectl" && len(c.Args) > 3 && c.Args[3] == "wait" {
 			break // the watching is done below, as a user would
 		}
-		args := make([]string, len(c.args)-1)
-		for i, a := range c.args[1:] {
+		args := make([]string, len(c.Args)-1)
+		for i, a := range c.Args[1:] {
 			args[i] = strings.ReplaceAll(a, "<registry>", registryName)
 		}
 		var out string
 		var err error
-		if c.args[0] == "crossplane" {
+		if c.Args[0] == "crossplane" {
 			out, err = s.CLI(t, args...)
 		} else {
 			out, err = s.Kubectl(t, args...)
 		}
-		say("$ %s\n%s", c.line, strings.TrimRight(out, "\n"))
+		say("$ %s\n%s", c.Line, strings.TrimRight(out, "\n"))
 		if err != nil {
-			t.Fatalf("%s: %v", c.line, err)
+			t.Fatalf("%s: %v", c.Line, err)
 		}
-		if strings.Contains(c.line, "apply -f examples/peerrelay.yaml") {
+		if strings.Contains(c.Line, "apply -f examples/peerrelay.yaml") {
 			applied = time.Now()
 		}
 	}

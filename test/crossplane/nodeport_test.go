@@ -26,7 +26,7 @@ func TestNodePortRelay(t *testing.T) {
 	s := start(t, options{})
 	ctx := t.Context()
 	for _, c := range readmeBlock(t, "## Install on a cluster") {
-		if strings.Contains(c.line, "examples/peerrelay.yaml") {
+		if strings.Contains(c.Line, "examples/peerrelay.yaml") {
 			break // the README's PeerRelay has load balancers
 		}
 		s.runReadme(t, c)

@@ -3,9 +3,12 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/test/harness"
@@ -21,7 +25,7 @@ import (
 // cloud stands in for what a cluster in a cloud has and this one does not:
 // a load balancer controller that gives every LoadBalancer Service an
 // ingress address. It only writes status, as one would. (The pods run on
-// kubelet.Node.) It follows Services through a watch, as a controller does:
+// the test's node.) It follows Services through a watch, as a controller does:
 // a list every fraction of a second would load the API server with every
 // Service of a scale benchmark.
 //
@@ -38,6 +42,12 @@ type cloud struct {
 
 	mu        sync.Mutex
 	addresses map[string]string // namespace/name: a replaced load balancer's address
+	// proxied are the addresses of load balancers the test runs on the host
+	// (cloudharness.UDPLoadBalancer): their ingress says ipMode Proxy, as a
+	// proxying cloud load balancer's does, so that a real node's kube-proxy
+	// sends traffic for them to the load balancer rather than straight to
+	// the Service's pods.
+	proxied map[string]bool
 }
 
 // Address pools (metallb.io/address-pool).
@@ -62,6 +72,16 @@ func (cl *cloud) setAddress(ctx context.Context, ns, name, ip string) error {
 		return err
 	}
 	return cl.assign(ctx, svc)
+}
+
+// proxy marks ip as a proxying load balancer's address (proxied).
+func (cl *cloud) proxy(ip string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.proxied == nil {
+		cl.proxied = map[string]bool{}
+	}
+	cl.proxied[ip] = true
 }
 
 // lbAddresses are the ingress IPs for replica i's Service: 203.0.113.(10+i),
@@ -110,13 +130,33 @@ func (cl *cloud) assign(ctx context.Context, svc *corev1.Service) error {
 		return nil
 	}
 	ingress := make([]corev1.LoadBalancerIngress, len(ips))
+	cl.mu.Lock()
 	for i, ip := range ips {
 		ingress[i].IP = ip
+		if cl.proxied[ip] {
+			ingress[i].IPMode = ptr.To(corev1.LoadBalancerIPModeProxy)
+		}
 	}
+	cl.mu.Unlock()
 	if equality.Semantic.DeepEqual(svc.Status.LoadBalancer.Ingress, ingress) {
 		return nil
 	}
 	orig := svc.DeepCopy()
 	svc.Status.LoadBalancer.Ingress = ingress
 	return cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
+}
+
+// testNode is what the system tests ask of the node their pods run on: a
+// real one (test/harness/node) or, with PEERRELAY_NODE=standin, the
+// stand-in (test/harness/kubelet).
+type testNode interface {
+	Address() netip.Addr
+	ServicesIP() net.IP
+	Publish(host string, ip net.IP, ca []byte)
+	HostAddress(t testing.TB, addr netip.Addr)
+	TestHost(t testing.TB) (string, netip.Addr)
+	Hold(match func(*corev1.Pod) bool) (release func())
+	Logs(ns, name string) string
+	LogsByPrefix(ns, prefix string) map[string]string
+	Socket(ns, name string) string
 }

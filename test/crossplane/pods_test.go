@@ -337,6 +337,13 @@ func (s *system) client(ctx context.Context, t *testing.T, hostname, ns, name st
 			}
 		}
 	}
+	// Nor through a load balancer address: the cloud gives every
+	// PeerRelay's replica i the same 203.0.113.(10+i), and a real node's
+	// kube-proxy answers for it itself (ipMode VIP), for whichever of those
+	// Services it finds first.
+	if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", "203.0.113.0/24").CombinedOutput(); err != nil {
+		t.Fatalf("keeping %s off the load balancers: %v: %s", hostname, err, out)
+	}
 	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
 }
 

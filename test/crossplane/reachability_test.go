@@ -29,15 +29,18 @@ import (
 // pod. One of them starts losing every packet, as an Elastic IP in the
 // wrong zone does: that replica turns Reachable=False and the PeerRelay
 // not ready, naming it, while the other stays reachable; when the path
-// heals, the PeerRelay is ready again.
+// heals, the PeerRelay is ready again. Last, a tenant's silentReplicas
+// silent replicas on the same provider config do not hold back a load
+// balancer change of this one (silentNeighbours).
 func (s *system) reachability(ctx context.Context, t *testing.T) {
 	const ns, name, tailnet = "team-probe", "relay", "probed"
 	s.probing(ctx, t, fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{}}`, relayAPI, tailnet))
 	lbs := s.loadBalancers(ctx, t, ns, name, "198.51.100.40", "198.51.100.41")
 	s.namespaceWithKey(t, ns)
-	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\ntailnet: "+tailnet)
+	s.applyPeerRelay(t, ns, name, "replicas: 2\nauthKeySecretRef: {name: tailscale-auth, key: authkey}\ntailnet: "+tailnet+"\nmetrics: {enable: true}")
 	s.waitReady(ctx, t, ns, name, 3*time.Minute)
 	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
+	prom := s.prometheus(ctx, t, ns, name, 2)
 	out, err := s.Kubectl(t, "-n", ns, "get", "peerrelay", name, "--no-headers")
 	if f := strings.Fields(out); err != nil || len(f) < 4 || f[2] != "2/2" || f[3] != "2/2" {
 		t.Errorf("kubectl get peerrelay: want REPLICAS 2/2 and REACHABLE 2/2:\n%s (%v)", out, err)
@@ -85,9 +88,16 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 		return nil
 	})
 
+	// A real Prometheus scraping the provider and the relays answers
+	// every query of the dashboard, evaluates every alert rule, and fires
+	// the one for this replica.
+	s.dashboardAnswers(ctx, t, prom, ns)
+	waitAlerts(ctx, t, prom, "PeerRelayReplicaUnreachable "+relayConfigName(name, 1))
+
 	lbs[1].Drop(false)
 	s.waitReachable(ctx, t, ns, name, "2/2", "True", "True")
 	s.waitReady(ctx, t, ns, name, time.Minute)
+	waitAlerts(ctx, t, prom)
 
 	// At rest the probes go on and write nothing: a probe that finds what
 	// the last one found changes no condition.
@@ -104,6 +114,7 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 		}
 	}
 	t.Logf("at rest for 40 s: %v probes answered, RelayConfig writes %v → %v", answeredAfter-answeredBefore, before, after)
+	s.silentNeighbours(ctx, t, ns, name, tailnet)
 	if out, err := s.Kubectl(t, "delete", "namespace", ns, "--timeout=2m"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -161,6 +172,7 @@ func (s *system) loadBalancers(ctx context.Context, t testing.TB, ns, name strin
 			return netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), relayPort), true
 		})
 		// The Service may not exist yet: the address is kept for when it does.
+		s.cloud.proxy(front.Addr().String())
 		_ = s.cloud.setAddress(ctx, ns, fmt.Sprintf("%s-%d", name, i), front.Addr().String())
 	}
 	return lbs

@@ -1,71 +1,21 @@
 package crossplane
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
-// readmeCommand is one command the README tells a user to type, with the
-// output it shows for it (comment lines right below it), if any.
-type readmeCommand struct {
-	line   string
-	args   []string
-	output []string
-}
-
 // readmeBlock returns the commands of the first fenced block after the
 // README heading: the test runs what the README says, not a copy of it.
-func readmeBlock(t testing.TB, heading string) []readmeCommand {
+func readmeBlock(t testing.TB, heading string) []harness.ReadmeCommand {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	var cmds []readmeCommand
-	found, in := false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case !found:
-			found = line == heading
-			continue
-		case !in:
-			in = strings.HasPrefix(line, "```")
-			continue
-		case strings.HasPrefix(line, "```"):
-			if len(cmds) == 0 {
-				t.Fatalf("README: no commands in the block after %q", heading)
-			}
-			return cmds
-		}
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
-		case strings.HasPrefix(trimmed, "#"):
-			// Output shown under a command belongs to it.
-			if n := len(cmds); n > 0 && (len(cmds[n-1].output) > 0 || strings.HasPrefix(trimmed, "# NAME")) {
-				cmds[n-1].output = append(cmds[n-1].output, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
-			}
-		default:
-			if i := strings.Index(trimmed, " #"); i >= 0 {
-				trimmed = strings.TrimSpace(trimmed[:i])
-			}
-			cmds = append(cmds, readmeCommand{line: trimmed, args: strings.Fields(trimmed)})
-		}
-	}
-	t.Fatalf("README: no fenced block after %q", heading)
-	return nil
+	return harness.ReadmeBlock(t, root, heading)
 }
 
 // columns parses a kubectl table (or the README's copy of one) into one map

@@ -32,15 +32,15 @@ const evilNamespace = "team-evil"
 // hostileTenant plays a tenant of namespace team-evil against the running
 // system while another team's PeerRelay (victimNS/victim, on
 // ClusterProviderConfig victimTailnet, with victimDevices in the tailnet,
-// by RelayConfig)
-// runs. The platform gives team-evil a ClusterProviderConfig of its own
-// that mints only tag:team-evil, and keeps victimTailnet for victimNS. The
-// tenant asks for the other team's tailnet and for tag:admin, squats the
-// name of a config Secret, names its replicas as the victim's and writes
-// a victim device's ID into a replica's state Secret, and finally has its
-// namespace deleted. Nothing outside team-evil changes: no Secret, no
-// device but its own, no key with tags it was not given; its own devices
-// go with its namespace, within 60 s.
+// by RelayConfig) runs. The platform gives team-evil a ClusterProviderConfig
+// of its own that mints only tag:team-evil, and keeps victimTailnet for
+// victimNS. The tenant asks for the other team's tailnet and for
+// tag:admin, squats the name of a config Secret, names its replicas as the
+// victim's and writes a victim device's ID into a replica's state Secret,
+// runs a relay image whose metrics redirect, and finally has its namespace
+// deleted. Nothing outside team-evil changes: no Secret, no device but its
+// own, no key with tags it was not given; its own devices go with its
+// namespace, within 60 s.
 func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnettest.FakeAPI, victimNS, victimTailnet string, victimDevices map[string]string) {
 	const ownTailnet, ownTag = "team-evil-tailnet", "tag:team-evil"
 	// The platform's side: each team its own ClusterProviderConfig.
@@ -87,6 +87,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 	own := s.recordDevices(ctx, t, api, evilNamespace, 2)
 	s.keySecretLoop(ctx, t, api, "legit-0")
 	s.forgedStatus(ctx, t, "legit")
+	s.redirectingMetrics(ctx, t, ownTailnet, ownTag)
 	// A victim's device ID in a replica's state Secret: same hostname as
 	// that replica, created minutes ago.
 	victimID, tampered := victimDevices["relay-1"], own["legit-1"]

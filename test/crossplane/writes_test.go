@@ -409,3 +409,14 @@ func (s *system) quietSampling(ctx context.Context, t *testing.T) {
 func (s *system) trafficSamples(ctx context.Context, t *testing.T, outcome string) float64 {
 	return s.providerCounter(ctx, t, `peerrelay_traffic_samples_total{outcome="`+outcome+`"}`)
 }
+
+// total is the writes counted so far, of every object.
+func (w *writeCounter) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.writes {
+		n += c
+	}
+	return n
+}

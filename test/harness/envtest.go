@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,6 +27,9 @@ type APIServer struct {
 	ClusterCA []byte
 }
 
+// ServiceCIDR is where Services get their ClusterIPs (IPv4).
+var ServiceCIDR = netip.MustParsePrefix("10.0.0.0/16")
+
 // KubernetesServiceIP is the default kubernetes Service's ClusterIP, first
 // of the service range below: KUBERNETES_SERVICE_HOST in a pod.
 var KubernetesServiceIP = net.IPv4(10, 0, 0, 1)
@@ -47,6 +51,10 @@ type APIServerOptions struct {
 	// first): a Service that prefers dual-stack gets a ClusterIP of each
 	// family, and spec.ipFamilies says both.
 	DualStack bool
+	// RealNode leaves the kubernetes Service's endpoints to a real node
+	// (test/harness/node): its kube-proxy sends pods where the node
+	// forwards the API server, not to the API server's loopback address.
+	RealNode bool
 	// AuditLog, if set, is the file kube-apiserver writes an audit event
 	// to (JSON lines, metadata only) for every write request but lease
 	// renewals: who wrote what, for counting each component's writes.
@@ -71,10 +79,13 @@ func StartAPIServerWith(t testing.TB, o APIServerOptions, crdDirs ...string) *AP
 	// Room for thousands of Services (the scale benchmark); envtest's
 	// default range is a /24.
 	apiServer := env.ControlPlane.GetAPIServer()
-	apiServer.Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	apiServer.Configure().Set("service-cluster-ip-range", ServiceCIDR.String())
 	if o.DualStack {
-		apiServer.Configure().Set("service-cluster-ip-range", "10.0.0.0/16,fd00:10::/108")
+		apiServer.Configure().Set("service-cluster-ip-range", ServiceCIDR.String()+",fd00:10::/108")
 	}
+	// Reach a kubelet (a pod's logs) at its node's address: a test node's
+	// name is no host name.
+	apiServer.Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	// Stop in a second, not a minute, while clients still hold watches.
 	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "1s")
 	// A certificate folder of our own survives a restart (RestartAPIServer),
@@ -82,6 +93,9 @@ func StartAPIServerWith(t testing.TB, o APIServerOptions, crdDirs ...string) *AP
 	apiServer.CertDir = t.TempDir()
 	if o.Pods {
 		apiServer.Configure().Disable("disable-admission-plugins")
+	}
+	if o.RealNode {
+		apiServer.Configure().Set("endpoint-reconciler-type", "none")
 	}
 	if o.AuditLog != "" {
 		policy := filepath.Join(apiServer.CertDir, "audit-policy.yaml")

@@ -30,7 +30,7 @@ func WriteKubeconfig(t testing.TB, cfg *rest.Config, dir, name string) string {
 
 func WriteKubeconfigFile(cfg *rest.Config, dir, name string) (string, error) {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
 	}

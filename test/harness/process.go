@@ -98,3 +98,11 @@ func Tail(s string, n int) string {
 	}
 	return s
 }
+
+// IP runs ip(8) with args: the test's network namespaces, links and routes.
+func IP(args ...string) error {
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}

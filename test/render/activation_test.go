@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,11 +14,12 @@ import (
 )
 
 // TestActivationPolicy: the configuration package's
-// ManagedResourceActivationPolicy activates exactly the AWS managed kinds
-// the function composes in the render examples (namespaced and legacy): one
-// it lacks would have no CRD on a cluster that activates nothing by
-// default, and one it lists needlessly is a CRD the cluster serves for
-// nothing.
+// ManagedResourceActivationPolicies activate provider-peerrelay's
+// RelayConfig (peerrelay: the provider is safe-start) and exactly the AWS
+// managed kinds the function composes in the render examples (peerrelay-aws,
+// namespaced and legacy): one it lacks would have no CRD on a cluster that
+// activates nothing by default, and one it lists needlessly is a CRD the
+// cluster serves for nothing.
 func TestActivationPolicy(t *testing.T) {
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -27,11 +29,20 @@ func TestActivationPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := splitYAML(t, b)
-	if len(docs) != 1 || docs[0].GetKind() != "ManagedResourceActivationPolicy" {
-		t.Fatalf("activation.yaml: want one ManagedResourceActivationPolicy, got %d documents", len(docs))
+	policies := map[string][]string{}
+	for _, d := range splitYAML(t, b) {
+		if d.GetKind() != "ManagedResourceActivationPolicy" {
+			t.Fatalf("activation.yaml: a %s", d.GetKind())
+		}
+		policies[d.GetName()], _, _ = unstructured.NestedStringSlice(d.Object, "spec", "activate")
 	}
-	activated, _, _ := unstructured.NestedStringSlice(docs[0].Object, "spec", "activate")
+	if want := []string{"relayconfigs.relay.peerrelay.io"}; !slices.Equal(policies["peerrelay"], want) {
+		t.Errorf("policy peerrelay activates %v, want %v", policies["peerrelay"], want)
+	}
+	if len(policies) != 2 {
+		t.Errorf("activation.yaml: policies %v, want peerrelay and peerrelay-aws", slices.Collect(maps.Keys(policies)))
+	}
+	activated := policies["peerrelay-aws"]
 	slices.Sort(activated)
 
 	goldens, err := filepath.Glob(filepath.Join(root, "examples/render/golden/*.yaml"))

@@ -8,9 +8,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"debug/buildinfo"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -28,6 +31,9 @@ import (
 	"github.com/peerrelay/peerrelay/test/harness"
 )
 
+// version is the release `make xpkg` builds (its VERSION).
+const version = "v0.2.0"
+
 // arches are the architectures every package with a runtime is built for.
 var arches = []string{"amd64", "arm64"}
 
@@ -38,9 +44,9 @@ func open(t *testing.T, name, arch string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pattern := name + "-v*.xpkg"
+	pattern := name + "-" + version + ".xpkg"
 	if arch != "" {
-		pattern = name + "-v*-" + arch + ".xpkg"
+		pattern = name + "-" + version + "-" + arch + ".xpkg"
 	}
 	matches, _ := filepath.Glob(filepath.Join(root, ".cache/xpkg", pattern))
 	harness.Need(t, len(matches) > 0, "no %s package in .cache/xpkg: run `make xpkg`", pattern)
@@ -81,6 +87,7 @@ func TestPackages(t *testing.T) {
 				"CompositeResourceDefinition/xpeerrelays.legacy.peerrelay.io",
 				"Composition/peerrelays.peerrelay.io",
 				"Composition/xpeerrelays.legacy.peerrelay.io",
+				"ManagedResourceActivationPolicy/peerrelay",
 				"ManagedResourceActivationPolicy/peerrelay-aws",
 			},
 		},
@@ -125,6 +132,31 @@ func checkPackage(t *testing.T, name, arch string, linter parser.Linter, objects
 	if err := linter.Lint(pkg); err != nil {
 		t.Fatalf("Crossplane's linter rejects the package: %v", err)
 	}
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pkg.GetMeta()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMarketplaceMeta(t, meta)
+	if !hasExamples(t, img) {
+		t.Error("the package carries no examples (crossplane xpkg build --examples-root)")
+	}
+	if name == "configuration-peerrelay" {
+		// Pinned to the release's minor line (hack/pinconfig), whatever
+		// the source's crossplane.yaml says.
+		deps, _, _ := unstructured.NestedSlice(meta, "spec", "dependsOn")
+		for _, d := range deps {
+			if v, _ := d.(map[string]any)["version"].(string); v != ">=v0.2.0, <v0.3.0" {
+				t.Errorf("dependsOn %v: version %q, want %q", d, v, ">=v0.2.0, <v0.3.0")
+			}
+		}
+	}
+	if name == "provider-peerrelay" {
+		// safe-start: Crossplane keeps the RelayConfig CRD until a policy
+		// activates it, and the provider waits for it (provider.Setup).
+		if caps, _, _ := unstructured.NestedStringSlice(meta, "spec", "capabilities"); !slices.Contains(caps, "safe-start") {
+			t.Errorf("spec.capabilities %v: want safe-start", caps)
+		}
+	}
 	var got []string
 	for _, o := range pkg.GetObjects() {
 		got = append(got, kindName(t, o))
@@ -145,6 +177,9 @@ func checkPackage(t *testing.T, name, arch string, linter parser.Linter, objects
 	}
 	if cf.OS != "linux" || cf.Architecture != arch {
 		t.Errorf("platform: want linux/%s, got %s/%s", arch, cf.OS, cf.Architecture)
+	}
+	if v := cf.Config.Labels["org.opencontainers.image.version"]; v != version {
+		t.Errorf("label org.opencontainers.image.version %q, want %q", v, version)
 	}
 	checkFiles(t, img, entrypoint, arch)
 	if cf.Config.User != "65532:65532" {
@@ -178,7 +213,7 @@ func checkFiles(t *testing.T, img v1.Image, entrypoint, arch string) {
 			t.Fatal(err)
 		}
 		name := "/" + strings.TrimPrefix(h.Name, "/")
-		if name == entrypoint || name == "/etc/ssl/certs/ca-certificates.crt" {
+		if name == entrypoint || name == "/etc/ssl/certs/ca-certificates.crt" || name == "/sbom.cdx.json" {
 			if files[name], err = io.ReadAll(tr); err != nil {
 				t.Fatal(err)
 			}
@@ -206,6 +241,103 @@ func checkFiles(t *testing.T, img v1.Image, entrypoint, arch string) {
 	}
 	if n := len(pool.Subjects()); n < 100 { //nolint:staticcheck // counting, not verifying
 		t.Errorf("the image's CA bundle holds %d roots; a public bundle has over 100", n)
+	}
+	checkSBOM(t, files["/sbom.cdx.json"], bin)
+}
+
+// checkMarketplaceMeta: the annotations a package marketplace reads are
+// all there, and the icon is a file of this repository.
+func checkMarketplaceMeta(t *testing.T, meta map[string]any) {
+	t.Helper()
+	annotations, _, _ := unstructured.NestedStringMap(meta, "metadata", "annotations")
+	for _, a := range []string{"meta.crossplane.io/maintainer", "meta.crossplane.io/source", "meta.crossplane.io/license",
+		"meta.crossplane.io/description", "meta.crossplane.io/readme", "meta.crossplane.io/iconURI", "friendly-name.meta.crossplane.io"} {
+		if strings.TrimSpace(annotations[a]) == "" {
+			t.Errorf("annotation %s is missing", a)
+		}
+	}
+	icon, ok := strings.CutPrefix(annotations["meta.crossplane.io/iconURI"], "https://raw.githubusercontent.com/peerrelay/peerrelay/main/")
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, icon)); !ok || err != nil {
+		t.Errorf("iconURI %q: not a file of this repository on main", annotations["meta.crossplane.io/iconURI"])
+	}
+}
+
+// hasExamples tells whether the package image has the examples
+// crossplane xpkg build --examples-root adds (.up/examples.yaml), with a
+// PeerRelay among them.
+func hasExamples(t *testing.T, img v1.Image) bool {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer func() { _ = rc.Close() }()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(h.Name, "/") == ".up/examples.yaml" {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bytes.Contains(b, []byte("kind: PeerRelay"))
+		}
+	}
+}
+
+// checkSBOM: the image's SBOM is CycloneDX, names the release, and lists
+// every module the binary says it was built from, at its version.
+func checkSBOM(t *testing.T, sbom, bin []byte) {
+	t.Helper()
+	if sbom == nil {
+		t.Fatal("the image has no SBOM at /sbom.cdx.json")
+	}
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+		Metadata  struct {
+			Component struct{ Name, Version string } `json:"component"`
+		} `json:"metadata"`
+		Components []struct{ Name, Version string } `json:"components"`
+	}
+	if err := json.Unmarshal(sbom, &bom); err != nil {
+		t.Fatalf("/sbom.cdx.json: %v", err)
+	}
+	if bom.BOMFormat != "CycloneDX" || bom.Metadata.Component.Name != "github.com/peerrelay/peerrelay" || bom.Metadata.Component.Version != version {
+		t.Errorf("SBOM %s of %s %s, want CycloneDX of github.com/peerrelay/peerrelay %s", bom.BOMFormat, bom.Metadata.Component.Name, bom.Metadata.Component.Version, version)
+	}
+	listed := map[string]bool{}
+	for _, c := range bom.Components {
+		listed[c.Name+"@"+c.Version] = true
+	}
+	f, err := os.CreateTemp(t.TempDir(), "bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bin); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	info, err := buildinfo.ReadFile(f.Name())
+	if err != nil {
+		t.Fatalf("the binary's build info: %v", err)
+	}
+	if len(info.Deps) < 20 {
+		t.Fatalf("the binary names %d modules", len(info.Deps))
+	}
+	for _, d := range info.Deps {
+		if d.Replace != nil {
+			d = d.Replace
+		}
+		if !listed[d.Path+"@"+d.Version] {
+			t.Errorf("the SBOM does not list %s@%s, which the binary is built from", d.Path, d.Version)
+		}
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -63,6 +65,9 @@ func (c *CLI) Run() error {
 		PollInterval:            c.Poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
 		Features:                &feature.Flags{},
+		// safe-start (package/provider/crossplane.yaml): the RelayConfig
+		// controller waits for its CRD (provider.Setup).
+		Gate: new(gate.Gate[schema.GroupVersionKind]),
 	}
 	if c.EnableNamespacedProviderConfigOverrides {
 		o.Features.Enable(relayconfig.FeatureNamespacedOverrides)

@@ -88,6 +88,11 @@ type CrossplaneOptions struct {
 	// AuditLog, if set, is where kube-apiserver logs every write
 	// (harness.APIServerOptions.AuditLog).
 	AuditLog string
+	// RealNode readies the control plane for a real node
+	// (test/harness/node): the API server leaves the kubernetes Service to
+	// it, the controller manager keeps EndpointSlices for its kube-proxy,
+	// and kube-scheduler binds pods to it.
+	RealNode bool
 }
 
 // StartCrossplane starts everything but our packages; it stops when the test
@@ -105,7 +110,7 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 		o.RegistryHost = "xpkg.crossplane.io"
 	}
 	ctx := context.Background()
-	c := &Crossplane{API: harness.StartAPIServerWith(t, harness.APIServerOptions{Pods: true, DualStack: true, AuditLog: o.AuditLog}), Dir: t.TempDir()}
+	c := &Crossplane{API: harness.StartAPIServerWith(t, harness.APIServerOptions{Pods: true, DualStack: true, AuditLog: o.AuditLog, RealNode: o.RealNode}), Dir: t.TempDir()}
 	c.AdminConfig = c.API.Config
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -123,11 +128,20 @@ func StartCrossplane(t testing.TB, o CrossplaneOptions) *Crossplane {
 	if err := os.WriteFile(rootCA, c.API.ClusterCA, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	controllers := "garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher,disruption"
+	if o.RealNode {
+		// nodelifecycle lifts the not-ready taint a kubelet registers with.
+		controllers += ",endpointslice,endpointslicemirroring,nodelifecycle"
+		harness.StartProcess(t, "kube-scheduler", harness.Tool(t, "kube-scheduler"), []string{
+			"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false", "--secure-port=0",
+		}, nil)
+	}
 	c.KCM = harness.StartProcess(t, "kube-controller-manager", harness.Tool(t, "kube-controller-manager"), []string{
 		"--kubeconfig=" + c.Kubeconfig, "--root-ca-file=" + rootCA,
 		// disruption keeps each PodDisruptionBudget's allowed disruptions,
 		// which the eviction API (a node drain) honours.
-		"--controllers=garbagecollector,statefulset,deployment,replicaset,namespace,clusterrole-aggregation,serviceaccount,root-ca-cert-publisher,disruption",
+		"--controllers=" + controllers,
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--concurrent-statefulset-syncs=10",
 	}, nil)

@@ -9,6 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -114,6 +118,32 @@ func (r *Registry) Push(t testing.TB, repo, tag string, paths ...string) string 
 		err = remote.WriteIndex(ref, idx, remote.WithTransport(r.transport))
 	}
 	if err != nil {
+		t.Fatalf("cannot push %s: %v", ref, err)
+	}
+	return ref.String()
+}
+
+// PushProgram builds the Go command pkg for this machine, statically, and
+// pushes an image of it alone (at /program, run as 65532 with args) as
+// repo:tag. It returns the full reference.
+func (r *Registry) PushProgram(t testing.TB, repo, tag, pkg string, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "program")
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	program, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := harness.OneFileImage(t, "program", program, 0o755, runtime.GOARCH, append([]string{"/program"}, args...)...)
+	ref, err := name.ParseReference(r.Host + "/" + repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithTransport(r.transport)); err != nil {
 		t.Fatalf("cannot push %s: %v", ref, err)
 	}
 	return ref.String()

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,8 +11,6 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 
@@ -24,29 +21,7 @@ import (
 // imageFor is a one-file image for arch whose /arch file names it.
 func imageFor(t *testing.T, arch string) string {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Name: "arch", Mode: 0o644, Size: int64(len(arch)), Typeflag: tar.TypeReg})
-	_, _ = tw.Write([]byte(arch))
-	_ = tw.Close()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", arch
-	cf.Config = v1.Config{Entrypoint: []string{"/bin/" + arch}, User: "65532:65532"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
+	img := harness.OneFileImage(t, "arch", []byte(arch), 0o644, arch, "/bin/"+arch)
 	p := filepath.Join(t.TempDir(), arch+".tar")
 	if err := tarball.WriteToFile(p, nil, img); err != nil {
 		t.Fatal(err)

@@ -171,9 +171,4 @@ func ownedLinks() map[int][]string {
 	return links
 }
 
-func ip(args ...string) error {
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return nil
-}
+func ip(args ...string) error { return harness.IP(args...) }

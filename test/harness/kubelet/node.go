@@ -124,11 +124,11 @@ func Start(t testing.TB, admin *rest.Config, o Options) *Node {
 	if err := kube.Status().Patch(context.Background(), node, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	apiServer, err := url2hostport(admin.Host)
+	apiServer, err := harness.HostPort(admin.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopProxy := proxyTCP(t, net.JoinHostPort(harness.KubernetesServiceIP.String(), "443"), apiServer)
+	stopProxy := harness.ProxyTCP(t, net.JoinHostPort(harness.KubernetesServiceIP.String(), "443"), apiServer)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { n.run(ctx); close(done) }()

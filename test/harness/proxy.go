@@ -1,4 +1,4 @@
-package kubelet
+package harness
 
 import (
 	"fmt"
@@ -9,22 +9,25 @@ import (
 	"time"
 )
 
-func url2hostport(s string) (string, error) {
-	u, err := url.Parse(s)
+// HostPort is the host:port of a server URL (a rest.Config's Host).
+func HostPort(server string) (string, error) {
+	u, err := url.Parse(server)
 	if err != nil || u.Port() == "" {
-		return "", fmt.Errorf("API server address %q has no host:port", s)
+		return "", fmt.Errorf("server address %q has no host:port", server)
 	}
 	return u.Host, nil
 }
 
-// proxyTCP forwards every connection to listen on to target (TLS passes
-// through): the kubernetes Service, as kube-proxy would.
-func proxyTCP(t testing.TB, listen, target string) func() {
+// ProxyTCP forwards every connection to listen on to target (TLS passes
+// through) until the returned stop is called or the test ends: how a
+// node's side of the test reaches a server the test runs on loopback.
+func ProxyTCP(t testing.TB, listen, target string) (stop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Close() })
 	go func() {
 		for {
 			in, err := l.Accept()
