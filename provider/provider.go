@@ -16,8 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -149,11 +152,39 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	}
 	failed := make(gatedSetupFailure, 1)
 	o.Gate.Register(func() {
+		if err := waitForDiscovery(mgr.GetRESTMapper(), v1alpha1.RelayConfigGroupVersionKind); err != nil {
+			failed <- err
+			return
+		}
 		if err := relayconfig.Setup(mgr, o); err != nil {
 			failed <- err
 		}
 	}, v1alpha1.RelayConfigGroupVersionKind)
 	return mgr.Add(failed)
+}
+
+// discoveryBackoff bounds waitForDiscovery: about a minute in all.
+var discoveryBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: 10 * time.Second, Steps: 12}
+
+// waitForDiscovery waits until the API server's discovery lists gvk. The
+// gate opens when the CRD is Established, but the API server adds a new
+// kind to its discovery documents a moment later, in another controller;
+// until then the manager's REST mapper (which reloads a group on every
+// miss) answers "no matches for kind", and Setup's informers and indexes
+// could not start. Only that miss is waited out; any other error is final.
+func waitForDiscovery(mapper meta.RESTMapper, gvk schema.GroupVersionKind) error {
+	var last error
+	err := wait.ExponentialBackoff(discoveryBackoff, func() (bool, error) {
+		_, last = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(last) {
+			return false, nil
+		}
+		return last == nil, last
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("the API server's discovery does not list %s: %w", gvk.Kind, last)
+	}
+	return err
 }
 
 // gatedSetupFailure stops the manager when a controller set up after start
