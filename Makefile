@@ -72,7 +72,7 @@ $(BIN)/kubelet: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
 	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubelet
 
-# The scheduler binds pods to a real node (the stand-in node binds its own).
+# The scheduler binds pods to a real node (the benchmarks' hollow node binds its own).
 $(BIN)/kube-scheduler: tools/kube-apiserver/go.mod tools/kube-apiserver/go.sum
 	@mkdir -p $(BIN)
 	cd tools/kube-apiserver && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-scheduler

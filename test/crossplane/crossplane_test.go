@@ -27,7 +27,7 @@ import (
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
 	"github.com/peerrelay/peerrelay/test/harness"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
-	"github.com/peerrelay/peerrelay/test/harness/kubelet"
+	"github.com/peerrelay/peerrelay/test/harness/hollow"
 	"github.com/peerrelay/peerrelay/test/harness/node"
 	"github.com/peerrelay/peerrelay/test/harness/tailnet"
 )
@@ -47,7 +47,7 @@ const (
 type system struct {
 	*xpharness.Crossplane
 	runtime *xpharness.Runtime
-	node    testNode
+	node    *node.Node // nil on a hollow system
 	tailnet *tailnet.Tailnet
 	cloud   *cloud
 	writes  *writeCounter
@@ -86,8 +86,8 @@ func TestCrossplane(t *testing.T) {
 
 // options say which system start makes.
 type options struct {
-	// hollow runs no pod (kubelet.Options.Hollow) and no tailnet: for
-	// measuring the control plane at scale.
+	// hollow runs no pod (test/harness/hollow), no node (system.node is
+	// nil) and no tailnet: for measuring the control plane at scale.
 	hollow bool
 	// bench runs Crossplane and the provider as a platform does: no debug
 	// logs, Crossplane's default poll interval.
@@ -116,13 +116,10 @@ func start(t testing.TB, o options) *system {
 		harness.Need(t, len(files[name]) > 0, "packages not built in %s: run `make xpkg`", xpkgDir)
 	}
 
-	// The benchmarks' hollow node runs no pod: there Crossplane runs packages
-	// with the External runtime and the harness runs them as host processes.
-	// The pods run on a real node (test/harness/node); PEERRELAY_NODE=standin
-	// runs them on the stand-in node it replaced (test/harness/kubelet),
-	// kept while the real node settles in.
-	realNode := os.Getenv("PEERRELAY_NODE") != "standin" && !o.hollow
-	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow, RealNode: realNode}
+	// The pods run on a real node (test/harness/node). The benchmarks'
+	// hollow node runs no pod: there Crossplane runs packages with the
+	// External runtime and the harness runs them as host processes.
+	xo := xpharness.CrossplaneOptions{ExternalRuntime: o.hollow, RealNode: !o.hollow}
 	if o.bench {
 		xo.Quiet, xo.PollInterval = true, time.Minute
 		// CROSSPLANE_ARGS tunes Crossplane core for a benchmark's run, e.g.
@@ -151,13 +148,11 @@ func start(t testing.TB, o options) *system {
 		s.runtime = xp.StartRuntime(t, xpharness.RuntimeOptions{Quiet: o.bench})
 	}
 	// The pods run for real: containerboot and tailscaled, logging in to a
-	// control server that answers as Tailscale's.
-	if realNode {
-		s.node = node.Start(t, xp.AdminConfig, node.Registry{Host: xp.Registry.Host, Addr: xp.Registry.Addr, CA: xp.Registry.CA})
+	// control server that answers as Tailscale's, on a real node.
+	if o.hollow {
+		hollow.Start(t, xp.AdminConfig)
 	} else {
-		s.node = kubelet.Start(t, xp.AdminConfig, kubelet.Options{Hollow: o.hollow, Registry: xp.Registry})
-	}
-	if !o.hollow {
+		s.node = node.Start(t, xp.AdminConfig, node.Registry{Host: xp.Registry.Host, Addr: xp.Registry.Addr, CA: xp.Registry.CA})
 		// Started before the pods that log in to it: they find it by name.
 		s.tailnet = tailnet.StartAsControlHost(t, s.node.ServicesIP().String())
 		s.node.Publish(tailnet.ControlHost, s.node.ServicesIP(), s.tailnet.CA)

@@ -17,8 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// What the system tests (test/crossplane) ask of a node, as they ask it of
-// the stand-in node (test/harness/kubelet).
+// What the system tests (test/crossplane) ask of the node their pods run on.
 
 // Address is the node's InternalIP (it has no ExternalIP): where its
 // hostPorts and NodePorts are reached.

@@ -3,12 +3,9 @@ package crossplane
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -144,19 +141,4 @@ func (cl *cloud) assign(ctx context.Context, svc *corev1.Service) error {
 	orig := svc.DeepCopy()
 	svc.Status.LoadBalancer.Ingress = ingress
 	return cl.c.Status().Patch(ctx, svc, client.MergeFrom(orig))
-}
-
-// testNode is what the system tests ask of the node their pods run on: a
-// real one (test/harness/node) or, with PEERRELAY_NODE=standin, the
-// stand-in (test/harness/kubelet).
-type testNode interface {
-	Address() netip.Addr
-	ServicesIP() net.IP
-	Publish(host string, ip net.IP, ca []byte)
-	HostAddress(t testing.TB, addr netip.Addr)
-	TestHost(t testing.TB) (string, netip.Addr)
-	Hold(match func(*corev1.Pod) bool) (release func())
-	Logs(ns, name string) string
-	LogsByPrefix(ns, prefix string) map[string]string
-	Socket(ns, name string) string
 }
