@@ -23,6 +23,12 @@ import (
 // answers with its ready pods' addresses, which is how Crossplane reaches a
 // function at dns:///<service>.<namespace>:9443; and the names the test
 // serves (the package registry) answer with their loopback addresses.
+//
+// Why not the node's CoreDNS: core starts before any node (it installs the
+// packages whose pods the node then runs), the control-plane benchmarks'
+// hollow node runs no CoreDNS at all, and core on a cluster is a pod the
+// kubelet gives the cluster DNS, while here it is a host process outside
+// the node's network. The pods themselves resolve through CoreDNS.
 type clusterDNS struct {
 	*cloud.DNS
 	// resolvConf names the server; bind-mounted over /etc/resolv.conf.
