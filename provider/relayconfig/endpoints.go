@@ -29,6 +29,9 @@ type endpointsFound struct {
 	// resolveErr and checkErr are a failed lookup and a failed placement
 	// check, reported once the config is written (compare).
 	resolveErr, checkErr error
+	// viaKubeProxy are the Service's load balancer addresses that
+	// kube-proxy serves itself (servedByKubeProxy).
+	viaKubeProxy []netip.Addr
 }
 
 // observeEndpoints resolves the replica's public endpoints (its Service's
@@ -40,7 +43,7 @@ func (e *external) observeEndpoints(ctx context.Context, mg *v1alpha1.RelayConfi
 	if err != nil {
 		return endpointsFound{}, err
 	}
-	found := endpointsFound{checkErr: e.checkPlacement(ctx, mg)}
+	found := endpointsFound{checkErr: e.checkPlacement(ctx, mg), viaKubeProxy: servedByKubeProxy(svc)}
 	start := time.Now()
 	var res resolve.Result
 	if p.Node != nil {
@@ -89,6 +92,27 @@ func advertise(mg *v1alpha1.RelayConfig, res resolve.Result, resolveErr error, l
 		mg.Status.AtProvider.Endpoints = advertised
 	}
 	return eps
+}
+
+// servedByKubeProxy are the load balancer IPs of a LoadBalancer Service
+// whose ipMode is VIP, or unset as MetalLB and most IP-based load
+// balancers leave it: kube-proxy answers for them inside the cluster, so
+// a packet from the provider's pod to one goes straight to the Service's
+// pods and never crosses the load balancer (KEP-1860). An ingress named by
+// a hostname (AWS's NLBs) or with ipMode Proxy is crossed.
+func servedByKubeProxy(svc *corev1.Service) []netip.Addr {
+	if svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil
+	}
+	var out []netip.Addr
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(in.IP)
+		if err != nil || (in.IPMode != nil && *in.IPMode != corev1.LoadBalancerIPModeVIP) {
+			continue
+		}
+		out = append(out, a.Unmap())
+	}
+	return out
 }
 
 // configSecret returns the config Secret, or nil when there is none.

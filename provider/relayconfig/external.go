@@ -96,7 +96,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RelayConfig) (_ man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.checkReachability(mg, found.eps)
+	e.checkReachability(mg, found.eps, found.viaKubeProxy)
 	e.sampleTraffic(ctx, mg)
 	authKey, mint, err := e.authKey(ctx, mg, state)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"tailscale.com/tailcfg"
 
 	"github.com/peerrelay/peerrelay/apis/relay/v1alpha1"
+	"github.com/peerrelay/peerrelay/provider/endpoint"
 	"github.com/peerrelay/peerrelay/provider/probe"
 )
 
@@ -35,7 +36,10 @@ type reachability struct {
 // finished probe of what it advertises now, and queues a probe when one
 // is due; between probes the condition stays as it is, so a relay at rest
 // costs no status write.
-func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrPort) {
+// viaKubeProxy are the advertised load balancer addresses kube-proxy
+// answers for itself (servedByKubeProxy): an answer from one is said to
+// have come from inside the cluster.
+func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrPort, viaKubeProxy []netip.Addr) {
 	r := e.reachability
 	if r == nil {
 		if removeCondition(mg, v1alpha1.ConditionReachable) {
@@ -52,6 +56,9 @@ func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrP
 		return
 	}
 	key := strings.Join(mg.Status.AtProvider.Endpoints, ",") + " on " + device
+	if len(viaKubeProxy) > 0 {
+		key += fmt.Sprintf(" via kube-proxy %v", viaKubeProxy)
+	}
 	if c, ok := ps.result(mg.GetUID(), key); ok {
 		mg.SetConditions(c)
 	} else {
@@ -63,12 +70,14 @@ func (e *external) checkReachability(mg *v1alpha1.RelayConfig, eps []netip.AddrP
 	}
 	prober, allowed := r.prober, e.allowedTags
 	ps.queue.push(probeJob{rc: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, uid: mg.GetUID(), key: key,
-		run: func(ctx context.Context) xpv2.Condition { return probeEndpoints(ctx, prober, allowed, device, eps) }})
+		run: func(ctx context.Context) xpv2.Condition {
+			return probeEndpoints(ctx, prober, allowed, device, eps, viaKubeProxy)
+		}})
 }
 
 // probeEndpoints knocks on every advertised endpoint at once and says
 // what answered.
-func probeEndpoints(ctx context.Context, prober func(context.Context) (*probe.Prober, error), allowed tagPolicy, device string, eps []netip.AddrPort) xpv2.Condition {
+func probeEndpoints(ctx context.Context, prober func(context.Context) (*probe.Prober, error), allowed tagPolicy, device string, eps []netip.AddrPort, viaKubeProxy []netip.Addr) xpv2.Condition {
 	failed := func(msg string) xpv2.Condition {
 		return condition(v1alpha1.ConditionReachable, corev1.ConditionUnknown, v1alpha1.ReasonProbeFailed, msg)
 	}
@@ -94,28 +103,47 @@ func probeEndpoints(ctx context.Context, prober func(context.Context) (*probe.Pr
 		wg.Go(func() { errs[i] = p.Probe(ctx, relay, ep, probeTimeout) })
 	}
 	wg.Wait()
-	var answered, silent []string
+	var answered, silent []netip.AddrPort
 	for i, err := range errs {
 		switch {
 		case err == nil:
-			answered = append(answered, eps[i].String())
+			answered = append(answered, eps[i])
 		case errors.Is(err, probe.ErrNoAnswer):
-			silent = append(silent, eps[i].String())
+			silent = append(silent, eps[i])
 		default:
 			// The relay allocated nothing: it says nothing of the address.
 			return failed(fmt.Sprintf("device %s: %v", device, err))
 		}
 	}
+	return probeCondition(answered, silent, viaKubeProxy)
+}
+
+// probeCondition is the Reachable condition of a probe whose endpoints
+// answered or stayed silent. An answer through a load balancer address
+// kube-proxy serves itself (viaKubeProxy) proves the relay and its
+// Service, not the load balancer: the message says so.
+func probeCondition(answered, silent []netip.AddrPort, viaKubeProxy []netip.Addr) xpv2.Condition {
+	list := func(eps []netip.AddrPort) string { return strings.Join(endpoint.Strings(eps), ", ") }
+	var inCluster []netip.AddrPort
+	for _, ep := range answered {
+		if slices.Contains(viaKubeProxy, ep.Addr()) {
+			inCluster = append(inCluster, ep)
+		}
+	}
+	note := ""
+	if len(inCluster) > 0 {
+		note = fmt.Sprintf(" (%s answered from inside the cluster: kube-proxy serves a load balancer address whose ipMode is VIP itself, so the probe did not cross the load balancer)", list(inCluster))
+	}
 	switch {
 	case len(silent) == 0:
 		return condition(v1alpha1.ConditionReachable, corev1.ConditionTrue, v1alpha1.ReasonAnswered,
-			fmt.Sprintf("every advertised endpoint answered the probe: %s", strings.Join(answered, ", ")))
+			fmt.Sprintf("every advertised endpoint answered the probe: %s%s", list(answered), note))
 	case len(answered) > 0:
 		return condition(v1alpha1.ConditionReachable, corev1.ConditionTrue, v1alpha1.ReasonPartlyAnswered,
-			fmt.Sprintf("%s answered the probe; no answer from %s", strings.Join(answered, ", "), strings.Join(silent, ", ")))
+			fmt.Sprintf("%s answered the probe%s; no answer from %s", list(answered), note, list(silent)))
 	default:
 		return condition(v1alpha1.ConditionReachable, corev1.ConditionFalse, v1alpha1.ReasonNoAnswer,
-			fmt.Sprintf("no advertised endpoint answered the probe within %s: %s; the relay runs, so look at what lies between (load balancer, security groups, firewall, the address's zone)", probeTimeout, strings.Join(silent, ", ")))
+			fmt.Sprintf("no advertised endpoint answered the probe within %s: %s; the relay runs, so look at what lies between (load balancer, security groups, firewall, the address's zone)", probeTimeout, list(silent)))
 	}
 }
 

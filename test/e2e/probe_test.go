@@ -128,6 +128,12 @@ func TestProviderProbesReplicas(t *testing.T) {
 	if c.Status != corev1.ConditionTrue {
 		t.Errorf("Reachable: %s, want True", c.Status)
 	}
+	// The Service's ingress has no ipMode (as MetalLB's): on a cluster,
+	// kube-proxy would answer for it, so the message says the probe did
+	// not cross a load balancer.
+	if want := fmt.Sprintf("127.0.0.1:%d answered from inside the cluster", port); !strings.Contains(c.Message, want) {
+		t.Errorf("Reachable message %q: want it to say %q", c.Message, want)
+	}
 	// The prober's key was minted as an ephemeral, tagged one.
 	var proberKeys int
 	for _, call := range api.Recorded() {
