@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func TryStartProcess(t testing.TB, name, bin string, args, env []string, user ..
 	if len(user) > 0 {
 		p.cmd.SysProcAttr.Credential = user[0]
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := spawn(p.cmd.Start); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", name, err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
@@ -58,6 +60,34 @@ func TryStartProcess(t testing.TB, name, bin string, args, env []string, user ..
 		}
 	})
 	return p, nil
+}
+
+// spawner is the one OS thread every child is forked from (spawn).
+var (
+	spawnerOnce sync.Once
+	spawns      = make(chan func())
+)
+
+// spawn runs start (an exec.Cmd's Start) on a thread kept for the life of
+// the test binary. The kernel sends Pdeathsig when the thread that forked
+// the child exits, not the process (go.dev/issue/27505), and the Go runtime
+// ends a thread whenever a goroutine returns with it still locked, as one
+// that joined a network namespace with setns must (test/harness/node's
+// dialIn): a child forked from such a thread was killed there, mid-test.
+// From a thread that never exits, Pdeathsig means what it says: the child
+// dies with the test binary.
+func spawn(start func() error) error {
+	spawnerOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for f := range spawns {
+				f()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	spawns <- func() { errc <- start() }
+	return <-errc
 }
 
 // Exited reports whether the process has ended.
