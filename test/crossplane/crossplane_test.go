@@ -145,7 +145,13 @@ func start(t testing.TB, o options) *system {
 		s.pushPackages(t, files, version)
 	}
 	if xo.ExternalRuntime {
-		s.runtime = xp.StartRuntime(t, xpharness.RuntimeOptions{Quiet: o.bench})
+		ro := xpharness.RuntimeOptions{Quiet: o.bench}
+		if o.bench {
+			// PROVIDER_ARGS does the same for our provider, e.g.
+			// --max-reconcile-rate=20.
+			ro.ProviderArgs = strings.Fields(os.Getenv("PROVIDER_ARGS"))
+		}
+		s.runtime = xp.StartRuntime(t, ro)
 	}
 	// The pods run for real: containerboot and tailscaled, logging in to a
 	// control server that answers as Tailscale's, on a real node.

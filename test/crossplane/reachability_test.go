@@ -3,7 +3,6 @@ package crossplane
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerrelay/peerrelay/apis/peerrelay/v1alpha1"
-	"github.com/peerrelay/peerrelay/provider/tailnet/tailnettest"
 	"github.com/peerrelay/peerrelay/test/harness"
 	cloudharness "github.com/peerrelay/peerrelay/test/harness/cloud"
 	xpharness "github.com/peerrelay/peerrelay/test/harness/crossplane"
@@ -127,25 +125,18 @@ func (s *system) reachability(ctx context.Context, t *testing.T) {
 // test ends.
 func (s *system) probing(ctx context.Context, t testing.TB, cpc string) {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(s.node.ServicesIP().String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := tailnettest.StartFakeAPIOn(t, l, nil)
+	_, tailscale := s.fakeTailscaleAPI(t, "probe-oauth")
 	// The control server here has a certificate of the test's CA, as a
 	// self-hosted one may: the provider's pods are told to trust it, as a
 	// platform would through the runtime config.
-	s.applyJSON(t,
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tailnet-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, s.tailnet.CA),
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"probe-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, xpharness.CrossplaneNamespace),
-	)
+	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tailnet-ca","namespace":%q},"data":{"ca.crt":%q}}`, xpharness.CrossplaneNamespace, s.tailnet.CA))
 	s.providerReplicasWithCA(ctx, t, 1, "tailnet-ca")
 	t.Cleanup(func() { s.providerReplicasWithCA(context.Background(), t, 1, "") })
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON([]byte(cpc)); err != nil {
 		t.Fatal(err)
 	}
-	_ = unstructured.SetNestedMap(u.Object, map[string]any{"baseURL": api.URL, "oauthSecretRef": map[string]any{"name": "probe-oauth", "namespace": xpharness.CrossplaneNamespace}}, "spec", "tailscale")
+	_ = unstructured.SetNestedMap(u.Object, tailscale, "spec", "tailscale")
 	_ = unstructured.SetNestedMap(u.Object, map[string]any{"tags": []any{"tag:probe"}, "interval": "30s"}, "spec", "probe")
 	b, err := u.MarshalJSON()
 	if err != nil {

@@ -20,10 +20,12 @@ import (
 )
 
 // BenchmarkSystemScale creates SCALE_PEERRELAYS (comma-separated; default
-// 10,100,300) PeerRelays of 3 replicas at once on one Crossplane and
-// reports, for each count: the time until every one is PeerRelayReady; the
-// CPU seconds and peak RSS of our function, our provider and Crossplane
-// core; the writes per RelayConfig and per PeerRelay; and the watch circuit
+// 10,100,300) PeerRelays of SCALE_REPLICAS (default 3) replicas at once on
+// one Crossplane and reports, for each count: the time until every one is
+// PeerRelayReady; the CPU seconds and peak RSS of our function, our provider
+// and Crossplane core, in all and per PeerRelay (the growth of the peak over
+// the idle system's, divided by the count); the writes per RelayConfig and
+// per PeerRelay; and the watch circuit
 // breakers that opened (which fails the benchmark). Then, for STEADY
 // (default 5m) with nothing changing: writes, function calls and CPU per
 // minute. Each count gets a system of its own, so peak RSS is that run's.
@@ -32,18 +34,19 @@ import (
 // plane a platform pays for.
 func BenchmarkSystemScale(b *testing.B) {
 	counts := envInts(b, "SCALE_PEERRELAYS", []int{10, 100, 300})
+	replicas := envInts(b, "SCALE_REPLICAS", []int{3})[0]
 	steady := envDuration(b, "STEADY", 5*time.Minute)
 	for _, n := range counts {
-		b.Run(fmt.Sprintf("peerrelays=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("peerrelays=%d/replicas=%d", n, replicas), func(b *testing.B) {
 			for b.Loop() {
-				scaleRun(b, n, steady)
+				scaleRun(b, n, replicas, steady)
 			}
 		})
 	}
 }
 
-func scaleRun(b *testing.B, n int, steady time.Duration) {
-	const ns, replicas = "scale", 3
+func scaleRun(b *testing.B, n, replicas int, steady time.Duration) {
+	const ns = "scale"
 	s := startInstalled(b, options{bench: true, hollow: true})
 	s.namespaceWithKey(b, ns)
 	f := s.follow(b, ns, gvrPeerRelays)
@@ -68,6 +71,8 @@ func scaleRun(b *testing.B, n int, steady time.Duration) {
 	for _, p := range procs {
 		b.ReportMetric(converged[p.short].cpu-before[p.short].cpu, p.short+"-cpu-s")
 		b.ReportMetric(converged[p.short].hwmMiB, p.short+"-peak-MiB")
+		b.ReportMetric(1000*(converged[p.short].cpu-before[p.short].cpu)/float64(n), p.short+"-cpu-ms/PeerRelay")
+		b.ReportMetric(1024*(converged[p.short].hwmMiB-before[p.short].hwmMiB)/float64(n), p.short+"-peak-KiB/PeerRelay")
 	}
 	rcWrites, xrWrites := s.writes.writesOf("relayconfigs", ns), s.writes.writesOf("peerrelays", ns)
 	if len(rcWrites) != n*replicas || len(xrWrites) != n {

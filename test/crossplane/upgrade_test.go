@@ -220,16 +220,29 @@ func (s *system) requirePackages(ctx context.Context, t testing.TB, version stri
 // mints through the Tailscale API's contract fake.
 func (s *system) mintingTailnet(t testing.TB, name string) *tailnettest.FakeAPI {
 	t.Helper()
+	api, tailscale := s.fakeTailscaleAPI(t, name+"-oauth")
+	cpc := map[string]any{"apiVersion": relayAPI, "kind": "ClusterProviderConfig", "metadata": map[string]any{"name": name}, "spec": map[string]any{"tailscale": tailscale}}
+	b, err := json.Marshal(cpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.applyJSON(t, string(b))
+	return api
+}
+
+// fakeTailscaleAPI starts the Tailscale API's contract fake where the
+// provider's pods reach it (the node's services address), with the OAuth
+// client it accepts in Secret secret of Crossplane's namespace; it returns
+// the fake and the spec.tailscale a ProviderConfig names it by.
+func (s *system) fakeTailscaleAPI(t testing.TB, secret string) (*tailnettest.FakeAPI, map[string]any) {
+	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(s.node.ServicesIP().String(), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	api := tailnettest.StartFakeAPIOn(t, l, nil)
-	s.applyJSON(t,
-		fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"%s-oauth","namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, name, xpharness.CrossplaneNamespace),
-		fmt.Sprintf(`{"apiVersion":%q,"kind":"ClusterProviderConfig","metadata":{"name":%q},"spec":{"tailscale":{"baseURL":%q,"oauthSecretRef":{"name":"%s-oauth","namespace":%q}}}}`, relayAPI, name, api.URL, name, xpharness.CrossplaneNamespace),
-	)
-	return api
+	s.applyJSON(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q,"namespace":%q},"stringData":{"client_id":"client-id","client_secret":"client-secret"}}`, secret, xpharness.CrossplaneNamespace))
+	return api, map[string]any{"baseURL": api.URL, "oauthSecretRef": map[string]any{"name": secret, "namespace": xpharness.CrossplaneNamespace}}
 }
 
 // relayState is what an upgrade must keep of the live relays.
