@@ -266,7 +266,7 @@ unit:
 
 # Every tier: unit, integration (the provider against a real API server,
 # moto and DNS) and the system tests in test/ (real Crossplane, real pods).
-# The system suite (test/crossplane) runs for 10 to 12 minutes on 2 cores,
+# The system suite (test/crossplane) runs for 16 to 17 minutes on 2 cores,
 # past go test's default 10-minute timeout.
 # The system tests first: go test starts packages in the order named, two at
 # a time, and test/crossplane is the longest by far, so every other package
