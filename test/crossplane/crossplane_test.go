@@ -56,32 +56,35 @@ type system struct {
 	// release is this tree's packages, by name, when start pushed the
 	// previous release instead (options.previous): pushRelease pushes them.
 	release map[string][]string
+	// failed are the subtests run by run that failed, named again at the
+	// very end of a failed test's output (start).
+	failed []string
 }
 
 func TestCrossplane(t *testing.T) {
 	s := start(t, options{})
 	ctx := t.Context()
 
-	if !t.Run("README", func(t *testing.T) { s.readme(t, "## Install on a cluster", true) }) {
+	if !s.run(t, "README", func(t *testing.T) { s.readme(t, "## Install on a cluster", true) }) {
 		return // nothing else can work
 	}
-	t.Run("ActivationPolicy", func(t *testing.T) { s.activationPolicy(ctx, t) })
-	t.Run("LegacyClaim", func(t *testing.T) { s.readme(t, "### Legacy claims", true) })
-	t.Run("Pods", func(t *testing.T) { s.pods(ctx, t) })
-	t.Run("Reachability", func(t *testing.T) { s.reachability(ctx, t) })
-	t.Run("Scale", func(t *testing.T) { s.scale(ctx, t) })
-	t.Run("SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
-	t.Run("ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
-	t.Run("Modes", func(t *testing.T) { s.modes(ctx, t) })
-	t.Run("DeleteOrder", func(t *testing.T) { s.deleteOrder(ctx, t) })
-	t.Run("BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
-	t.Run("MinimalNoKey", func(t *testing.T) { s.minimalNoKey(ctx, t) })
-	t.Run("TailnetUnavailable", func(t *testing.T) { s.tailnetUnavailable(ctx, t) })
-	t.Run("Delete", func(t *testing.T) { s.deletion(ctx, t) })
-	t.Run("DeleteNamespace", func(t *testing.T) { s.deleteNamespace(ctx, t) })
-	t.Run("Quiet", func(t *testing.T) { s.quiet(ctx, t) })
-	t.Run("QuietSampling", func(t *testing.T) { s.quietSampling(ctx, t) })
-	t.Run("ProviderFromImage", func(t *testing.T) { s.providerFromImage(ctx, t) })
+	s.run(t, "ActivationPolicy", func(t *testing.T) { s.activationPolicy(ctx, t) })
+	s.run(t, "LegacyClaim", func(t *testing.T) { s.readme(t, "### Legacy claims", true) })
+	s.run(t, "Pods", func(t *testing.T) { s.pods(ctx, t) })
+	s.run(t, "Reachability", func(t *testing.T) { s.reachability(ctx, t) })
+	s.run(t, "Scale", func(t *testing.T) { s.scale(ctx, t) })
+	s.run(t, "SpecChange", func(t *testing.T) { s.specChange(ctx, t) })
+	s.run(t, "ProxyClass", func(t *testing.T) { s.proxyClass(ctx, t) })
+	s.run(t, "Modes", func(t *testing.T) { s.modes(ctx, t) })
+	s.run(t, "DeleteOrder", func(t *testing.T) { s.deleteOrder(ctx, t) })
+	s.run(t, "BadSpec", func(t *testing.T) { s.badSpec(ctx, t) })
+	s.run(t, "MinimalNoKey", func(t *testing.T) { s.minimalNoKey(ctx, t) })
+	s.run(t, "TailnetUnavailable", func(t *testing.T) { s.tailnetUnavailable(ctx, t) })
+	s.run(t, "Delete", func(t *testing.T) { s.deletion(ctx, t) })
+	s.run(t, "DeleteNamespace", func(t *testing.T) { s.deleteNamespace(ctx, t) })
+	s.run(t, "Quiet", func(t *testing.T) { s.quiet(ctx, t) })
+	s.run(t, "QuietSampling", func(t *testing.T) { s.quietSampling(ctx, t) })
+	s.run(t, "ProviderFromImage", func(t *testing.T) { s.providerFromImage(ctx, t) })
 }
 
 // options say which system start makes.
@@ -101,6 +104,14 @@ type options struct {
 
 func start(t testing.TB, o options) *system {
 	t.Helper()
+	var s *system
+	// Registered first, so it runs last: CI shows the tail of a failed
+	// run, which is otherwise the processes' logs.
+	t.Cleanup(func() {
+		if t.Failed() && s != nil {
+			t.Logf("---- %s failed; its failed subtests: %v (their errors are above the processes' logs) ----", t.Name(), s.failed)
+		}
+	})
 	xpkgDir := os.Getenv("PEERRELAY_XPKG_DIR")
 	if xpkgDir == "" {
 		root, err := harness.RepoRoot()
@@ -135,7 +146,7 @@ func start(t testing.TB, o options) *system {
 		harness.Tool(t, "provider-peerrelay")
 	}
 	xp := xpharness.StartCrossplane(t, xo)
-	s := &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}, auditLog: xo.AuditLog}
+	s = &system{Crossplane: xp, cloud: &cloud{c: xp.Admin, cs: kubernetes.NewForConfigOrDie(xp.AdminConfig)}, writes: &writeCounter{}, auditLog: xo.AuditLog}
 	if o.previous {
 		s.release = files
 		for name, paths := range previousPackages(t) {
@@ -177,9 +188,23 @@ func start(t testing.TB, o options) *system {
 			t.Logf("---- state at failure ----\n%s", out)
 			out, _ = s.Kubectl(t, "get", "pods", "-A", "-o", "wide")
 			t.Logf("---- pods at failure ----\n%s", out)
+			if s.node != nil {
+				for pod, log := range s.node.LogsByPrefix(xpharness.CrossplaneNamespace, providerName) {
+					t.Logf("---- %s log (last 32 KiB) ----\n%s", pod, harness.Tail(log, 32<<10))
+				}
+			}
 		}
 	})
 	return s
+}
+
+// run runs subtest name of t, and records it in s.failed when it fails.
+func (s *system) run(t *testing.T, name string, f func(t *testing.T)) bool {
+	ok := t.Run(name, f)
+	if !ok {
+		s.failed = append(s.failed, name)
+	}
+	return ok
 }
 
 // pushPackages pushes packages (by name) as tag. The packages keep their

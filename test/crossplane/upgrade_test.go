@@ -70,7 +70,7 @@ func TestUpgrade(t *testing.T) {
 	s := start(t, options{previous: true})
 	ctx := t.Context()
 	prev := filepath.Join(previousDir(t), "src")
-	if !t.Run("InstallPrevious", func(t *testing.T) { s.readmeIn(t, prev, "## Install on a cluster", true) }) {
+	if !s.run(t, "InstallPrevious", func(t *testing.T) { s.readmeIn(t, prev, "## Install on a cluster", true) }) {
 		return
 	}
 	s.requirePackages(ctx, t, previousVersion)
@@ -105,7 +105,7 @@ func TestUpgrade(t *testing.T) {
 		})
 		s.waitReady(ctx, t, minted.ns, minted.name, 3*time.Minute)
 		if got := keys() - n; got != wantKeys {
-			t.Errorf("keys minted going to %d replicas: %d, want %d", replicas, got, wantKeys)
+			t.Errorf("keys minted going to %d replicas: %d, want %d: %v", replicas, got, wantKeys, keyCalls(api, n))
 		}
 	}
 	for _, step := range []struct {
@@ -115,7 +115,7 @@ func TestUpgrade(t *testing.T) {
 		{"Upgrade", "### Upgrade", version, 3, 1},
 		{"RollBack", "### Roll back", previousVersion, 2, 0},
 	} {
-		ok := t.Run(step.name, func(t *testing.T) {
+		ok := s.run(t, step.name, func(t *testing.T) {
 			// Crossplane v2.4 may re-apply stale conditions for a moment
 			// right after they changed (crossplane/crossplane#7062): the
 			// watch starts once each PeerRelay has been ready for 10 s.
@@ -149,7 +149,7 @@ func TestUpgrade(t *testing.T) {
 				t.Errorf("pods restarted %v, templates changed %v: want none between %s and %s", restarted, changed, previousVersion, version)
 			}
 			if n := keys() - mintedBefore; n != 0 {
-				t.Errorf("%d keys minted", n)
+				t.Errorf("%d keys minted: %v", n, keyCalls(api, mintedBefore))
 			}
 			// Crossplane switches to a Function's new revision before its
 			// runtime serves: a PeerRelay composed meanwhile gets a fatal
@@ -181,6 +181,21 @@ func TestUpgrade(t *testing.T) {
 			return
 		}
 	}
+}
+
+// keyCalls says when each key after the first skip was asked for, and for
+// which replica (the provider names it in the key's description).
+func keyCalls(api *tailnettest.FakeAPI, skip int) []string {
+	var out []string
+	for _, c := range api.Recorded() {
+		if c.Method != "POST" || c.Path != "/api/v2/tailnet/-/keys" {
+			continue
+		}
+		if skip--; skip < 0 {
+			out = append(out, fmt.Sprintf("%s %v", c.At.Format("15:04:05.000"), c.Body["description"]))
+		}
+	}
+	return out
 }
 
 // requirePackages waits until the function, the provider and the

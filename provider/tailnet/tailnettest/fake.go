@@ -66,6 +66,9 @@ type Device struct {
 type Call struct {
 	Method, Path, Auth string
 	Body               map[string]any
+	// At is when the request arrived: a test that finds a call it did
+	// not expect says when it came.
+	At time.Time
 }
 
 // StartFakeAPI starts the fake; the OAuth client is id/secret.
@@ -101,7 +104,7 @@ func StartFakeAPIOn(t testing.TB, l net.Listener, tlsConfig *tls.Config) *FakeAP
 
 func (f *FakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
-	c := Call{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization")}
+	c := Call{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"), At: time.Now()}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		_ = json.Unmarshal(raw, &c.Body)
 	} else if len(raw) > 0 {
