@@ -2,6 +2,7 @@ package crossplane
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -91,14 +92,7 @@ func (s *system) hostileTenant(ctx context.Context, t *testing.T, api *tailnette
 	// A victim's device ID in a replica's state Secret: same hostname as
 	// that replica, created minutes ago.
 	victimID, tampered := victimDevices["relay-1"], own["legit-1"]
-	state := &corev1.Secret{}
-	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: evilNamespace, Name: "legit-1"}, state); err != nil {
-		t.Fatal(err)
-	}
-	state.Data["device_id"] = []byte(victimID)
-	if err := s.Admin.Update(ctx, state); err != nil {
-		t.Fatal(err)
-	}
+	s.writeDeviceID(ctx, t, "legit-1", victimID)
 	harness.Eventually(t, 90*time.Second, "the tampered device ID recorded", func(ctx context.Context) error {
 		rc, err := s.Get(ctx, relayAPI, "RelayConfig", evilNamespace, "legit-1")
 		if err != nil {
@@ -227,14 +221,7 @@ func (s *system) pivot(ctx context.Context, t *testing.T, api *tailnettest.FakeA
 	})
 	const victimID = "victim-joined-later"
 	api.AddDevice(victimID, tailnettest.Device{Hostname: host, Tags: tags, Created: time.Now()})
-	state := &corev1.Secret{}
-	if err := s.Admin.Get(ctx, types.NamespacedName{Namespace: evilNamespace, Name: "pivot"}, state); err != nil {
-		t.Fatal(err)
-	}
-	state.Data = map[string][]byte{"device_id": []byte(victimID)}
-	if err := s.Admin.Update(ctx, state); err != nil {
-		t.Fatal(err)
-	}
+	s.writeDeviceID(ctx, t, "pivot", victimID)
 	if out, err := s.Kubectl(t, "-n", evilNamespace, "delete", "relayconfig.relay.peerrelay.io", "pivot", "--timeout=90s"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -440,5 +427,17 @@ func (s *system) forgedStatus(ctx context.Context, t *testing.T, name string) {
 	})
 	if after := specs(); !maps.Equal(before, after) {
 		t.Errorf("a forged status changed the RelayConfigs:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// writeDeviceID writes device id into state Secret name of the tenant's
+// namespace, as the tenant would: a merge patch of that one key, which
+// the running tailscaled's own writes to the Secret cannot make conflict.
+func (s *system) writeDeviceID(ctx context.Context, t *testing.T, name, id string) {
+	t.Helper()
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: evilNamespace, Name: name}}
+	patch := fmt.Appendf(nil, `{"data":{"device_id":%q}}`, base64.StdEncoding.EncodeToString([]byte(id)))
+	if err := s.Admin.Patch(ctx, state, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("writing device ID %s into state Secret %s: %v", id, name, err)
 	}
 }

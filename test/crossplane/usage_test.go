@@ -14,6 +14,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -103,7 +104,7 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 			if by, _, _ := unstructured.NestedString(usages[0].Object, "spec", "by", "resourceRef", "name"); by != user.GetName() {
 				t.Errorf("the Usage is by %q, want the %s %q", by, tc.userKind, user.GetName())
 			}
-			s.setFinalizers(ctx, t, user, append(user.GetFinalizers(), tc.finalizer))
+			s.editFinalizers(ctx, t, user, func(f []string) []string { return append(f, tc.finalizer) })
 			// release lets the user go, as its controller does once the NLB
 			// is deleted in AWS.
 			release := func() error {
@@ -112,7 +113,9 @@ aws: {region: us-east-1, subnets: [%s], allocate: true, loadBalancer: %s}`, netw
 					return err
 				}
 				if slices.Contains(u.GetFinalizers(), tc.finalizer) {
-					s.setFinalizers(ctx, t, u, slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == tc.finalizer }))
+					s.editFinalizers(ctx, t, u, func(f []string) []string {
+						return slices.DeleteFunc(f, func(x string) bool { return x == tc.finalizer })
+					})
 				}
 				return nil
 			}
@@ -195,14 +198,24 @@ func (s *system) allocateEIP(ctx context.Context, t *testing.T, moto *cloudharne
 	return eip.GetName()
 }
 
-// setFinalizers sets an object's finalizers, as its controller would.
-func (s *system) setFinalizers(ctx context.Context, t *testing.T, u *unstructured.Unstructured, finalizers []string) {
+// editFinalizers changes an object's finalizers as its controller would:
+// the patch carries the resource version the finalizers were read at, so
+// no one else's is lost, and an object written meanwhile (Crossplane's
+// apply, the cloud's status) is read and edited again.
+func (s *system) editFinalizers(ctx context.Context, t *testing.T, u *unstructured.Unstructured, edit func([]string) []string) {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": u.GetResourceVersion()}})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		now, err := s.Get(ctx, u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": edit(now.GetFinalizers()), "resourceVersion": now.GetResourceVersion()}})
+		if err != nil {
+			return err
+		}
+		return s.Admin.Patch(ctx, now, client.RawPatch(types.MergePatchType, b))
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Admin.Patch(ctx, u, client.RawPatch(types.MergePatchType, b)); err != nil {
 		t.Fatalf("setting the finalizers of %s %s: %v", u.GetKind(), u.GetName(), err)
 	}
 }
