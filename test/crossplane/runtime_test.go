@@ -161,13 +161,18 @@ func (s *system) providerMetrics(ctx context.Context, t *testing.T) {
 }
 
 func countCalls(api *tailnettest.FakeAPI, method, path string) int {
-	n := 0
+	return len(callsTo(api, method, path))
+}
+
+// callsTo are the calls made to api with method on path, in order.
+func callsTo(api *tailnettest.FakeAPI, method, path string) []tailnettest.Call {
+	var out []tailnettest.Call
 	for _, c := range api.Recorded() {
 		if c.Method == method && c.Path == path {
-			n++
+			out = append(out, c)
 		}
 	}
-	return n
+	return out
 }
 
 // providerReplicasWithCA sets the provider's DeploymentRuntimeConfig (the

@@ -187,13 +187,8 @@ func TestUpgrade(t *testing.T) {
 // which replica (the provider names it in the key's description).
 func keyCalls(api *tailnettest.FakeAPI, skip int) []string {
 	var out []string
-	for _, c := range api.Recorded() {
-		if c.Method != "POST" || c.Path != "/api/v2/tailnet/-/keys" {
-			continue
-		}
-		if skip--; skip < 0 {
-			out = append(out, fmt.Sprintf("%s %v", c.At.Format("15:04:05.000"), c.Body["description"]))
-		}
+	for _, c := range callsTo(api, "POST", "/api/v2/tailnet/-/keys")[skip:] {
+		out = append(out, fmt.Sprintf("%s %v", c.At.Format("15:04:05.000"), c.Body["description"]))
 	}
 	return out
 }
