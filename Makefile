@@ -270,9 +270,12 @@ unit:
 # past go test's default 10-minute timeout.
 # The system tests first: go test starts packages in the order named, two at
 # a time, and test/crossplane is the longest by far, so every other package
-# runs beside it instead of before it.
+# runs beside it instead of before it. hack/testdigest prints go test's
+# output and ends it with each failed test's last lines, since CI shows only
+# a run's tail (-json makes the output verbose: every test's log is there).
 test: tools build xpkg xpkg-previous
-	$(GO) test -count=1 -timeout 30m ./test/crossplane ./...
+	$(GO) build -o $(BIN)/testdigest ./hack/testdigest
+	$(GO) test -json -count=1 -timeout 30m ./test/crossplane ./... | $(BIN)/testdigest
 
 # The system suite (test/crossplane) against other Crossplane core versions
 # (each built once from the module proxy into .cache/matrix/<version>). Not

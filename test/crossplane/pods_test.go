@@ -337,12 +337,17 @@ func (s *system) client(ctx context.Context, t *testing.T, hostname, ns, name st
 			}
 		}
 	}
-	// Nor through a load balancer address: the cloud gives every
-	// PeerRelay's replica i the same 203.0.113.(10+i), and a real node's
-	// kube-proxy answers for it itself (ipMode VIP), for whichever of those
-	// Services it finds first.
-	if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", "203.0.113.0/24").CombinedOutput(); err != nil {
-		t.Fatalf("keeping %s off the load balancers: %v: %s", hostname, err, out)
+	// Nor through a load balancer address: a real node's kube-proxy
+	// answers for one itself (ipMode VIP). The cloud gives every PeerRelay's
+	// replica i the same 203.0.113.(10+i), which kube-proxy sends to
+	// whichever of those Services it finds first; and the tests move a
+	// replica to an address of 198.51.100.0/24 or 192.0.2.0/24 (Pods' own
+	// relay-0), which would carry the ping through the node, not from one
+	// of the relay's pod addresses the ping is checked against.
+	for _, lb := range []string{"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"} {
+		if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", lb).CombinedOutput(); err != nil {
+			t.Fatalf("keeping %s off the load balancers in %s: %v: %s", hostname, lb, err, out)
+		}
 	}
 	return s.tailnet.StartClient(t, netns, hostname, "TS_DEBUG_NEVER_DIRECT_UDP=1")
 }

@@ -1,0 +1,128 @@
+// Command testdigest reads `go test -json` on stdin, prints the text go test
+// would print, and ends with a digest of what failed: each failed test with
+// no failed subtest of its own, with its last lines of output.
+//
+// Why not plain `go test`: CI shows only the tail of a run, and a failed
+// system test's errors are buried under its processes' logs, which the
+// parent test prints after its subtests. gotestsum has a failure summary,
+// but it prints a failed parent's own output too, which is those logs.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// event is the part of a test2json event the digest reads.
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+}
+
+const (
+	tailLines = 20  // lines kept of each test's output
+	lineWidth = 300 // characters kept of a line in the digest
+)
+
+// test names a test in its package; Test is empty for the package itself.
+type test struct{ Package, Test string }
+
+type digest struct {
+	tails  map[test][]string
+	failed []test
+}
+
+func main() {
+	d := &digest{tails: map[test][]string{}}
+	if err := d.read(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "testdigest:", err)
+		os.Exit(2)
+	}
+	if d.write(os.Stdout) {
+		os.Exit(1)
+	}
+}
+
+// read copies each event's output to out and keeps what the digest needs.
+// A line that is not an event (go test's own errors) is copied as it is.
+func (d *digest) read(in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(out, sc.Text())
+			continue
+		}
+		k := test{e.Package, e.Test}
+		switch e.Action {
+		case "output", "build-output":
+			fmt.Fprint(out, e.Output)
+			if !framing(e.Output) {
+				tail := append(d.tails[k], e.Output)
+				if len(tail) > tailLines {
+					tail = tail[len(tail)-tailLines:]
+				}
+				d.tails[k] = tail
+			}
+		case "fail", "build-fail":
+			d.failed = append(d.failed, k)
+		}
+	}
+	return sc.Err()
+}
+
+// write prints the digest and says whether anything failed. A package that
+// failed with no failed test (a build error, a panic, a timeout) shows its
+// own last lines.
+func (d *digest) write(out io.Writer) bool {
+	if len(d.failed) == 0 {
+		return false
+	}
+	fmt.Fprintln(out, "\n==== what failed (each failed test's last lines; the whole output is above) ====")
+	for _, f := range d.failed {
+		if d.hasFailedChild(f) {
+			continue
+		}
+		name := f.Package
+		if f.Test != "" {
+			name += " " + f.Test
+		}
+		fmt.Fprintln(out, "---- "+name)
+		for _, l := range d.tails[f] {
+			l = strings.TrimRight(l, "\n")
+			if len(l) > lineWidth {
+				l = l[:lineWidth] + " …"
+			}
+			fmt.Fprintln(out, l)
+		}
+	}
+	return true
+}
+
+// hasFailedChild says whether a test (or package) has a failed subtest (or
+// test) of its own, whose lines say more than its parent's.
+func (d *digest) hasFailedChild(p test) bool {
+	for _, f := range d.failed {
+		if f.Package != p.Package || f == p {
+			continue
+		}
+		if p.Test == "" || strings.HasPrefix(f.Test, p.Test+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// framing says whether a line is go test's framing of a test (=== RUN,
+// --- PASS and the like) rather than what the test said.
+func framing(l string) bool {
+	t := strings.TrimLeft(l, " ")
+	return strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- ")
+}
