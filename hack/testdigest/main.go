@@ -26,7 +26,7 @@ type event struct {
 }
 
 const (
-	tailLines = 20  // lines kept of each test's output
+	tailLines = 30  // lines kept of each test's output
 	lineWidth = 300 // characters kept of a line in the digest
 )
 
