@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,30 +41,46 @@ type digest struct {
 
 func main() {
 	d := &digest{tails: map[test][]string{}}
-	if err := d.read(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "testdigest:", err)
+	err := d.read(os.Stdin, os.Stdout)
+	failed, werr := d.write(os.Stdout)
+	switch {
+	case err != nil || werr != nil:
+		fmt.Fprintln(os.Stderr, "testdigest:", errors.Join(err, werr))
 		os.Exit(2)
-	}
-	if d.write(os.Stdout) {
+	case failed:
 		os.Exit(1)
+	}
+}
+
+// printer writes until its first error, which it keeps: the error of a
+// whole run of writes is checked once.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) print(s string) {
+	if p.err == nil {
+		_, p.err = io.WriteString(p.w, s)
 	}
 }
 
 // read copies each event's output to out and keeps what the digest needs.
 // A line that is not an event (go test's own errors) is copied as it is.
-func (d *digest) read(in io.Reader, out io.Writer) error {
+func (d *digest) read(in io.Reader, w io.Writer) error {
+	out := &printer{w: w}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
-			fmt.Fprintln(out, sc.Text())
+			out.print(sc.Text() + "\n")
 			continue
 		}
 		k := test{e.Package, e.Test}
 		switch e.Action {
 		case "output", "build-output":
-			fmt.Fprint(out, e.Output)
+			out.print(e.Output)
 			if !framing(e.Output) {
 				tail := append(d.tails[k], e.Output)
 				if len(tail) > tailLines {
@@ -75,17 +92,18 @@ func (d *digest) read(in io.Reader, out io.Writer) error {
 			d.failed = append(d.failed, k)
 		}
 	}
-	return sc.Err()
+	return errors.Join(sc.Err(), out.err)
 }
 
 // write prints the digest and says whether anything failed. A package that
 // failed with no failed test (a build error, a panic, a timeout) shows its
 // own last lines.
-func (d *digest) write(out io.Writer) bool {
+func (d *digest) write(w io.Writer) (failed bool, err error) {
 	if len(d.failed) == 0 {
-		return false
+		return false, nil
 	}
-	fmt.Fprintln(out, "\n==== what failed (each failed test's last lines; the whole output is above) ====")
+	out := &printer{w: w}
+	out.print("\n==== what failed (each failed test's last lines; the whole output is above) ====\n")
 	for _, f := range d.failed {
 		if d.hasFailedChild(f) {
 			continue
@@ -94,16 +112,16 @@ func (d *digest) write(out io.Writer) bool {
 		if f.Test != "" {
 			name += " " + f.Test
 		}
-		fmt.Fprintln(out, "---- "+name)
+		out.print("---- " + name + "\n")
 		for _, l := range d.tails[f] {
 			l = strings.TrimRight(l, "\n")
 			if len(l) > lineWidth {
 				l = l[:lineWidth] + " …"
 			}
-			fmt.Fprintln(out, l)
+			out.print(l + "\n")
 		}
 	}
-	return true
+	return true, out.err
 }
 
 // hasFailedChild says whether a test (or package) has a failed subtest (or

@@ -72,7 +72,10 @@ func TestDigest(t *testing.T) {
 			if err := d.read(strings.NewReader(tc.in), &text); err != nil {
 				t.Fatal(err)
 			}
-			failed := d.write(&dig)
+			failed, err := d.write(&dig)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if failed != tc.failed {
 				t.Errorf("%s\nfailed: got %v, want %v", tc.reason, failed, tc.failed)
 			}
