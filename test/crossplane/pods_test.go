@@ -340,10 +340,11 @@ func (s *system) client(ctx context.Context, t *testing.T, hostname, ns, name st
 	// Nor through a load balancer address: a real node's kube-proxy
 	// answers for one itself (ipMode VIP). The cloud gives every PeerRelay's
 	// replica i the same 203.0.113.(10+i), which kube-proxy sends to
-	// whichever of those Services it finds first; and the tests move a
-	// replica to an address of 198.51.100.0/24 or 192.0.2.0/24 (Pods' own
-	// relay-0), which would carry the ping through the node, not from one
-	// of the relay's pod addresses the ping is checked against.
+	// whichever of those Services it finds first; the tests move a
+	// replica to an address of 198.51.100.0/24 (Pods' own relay-0), which
+	// would carry the ping through the node, not from one of the relay's
+	// pod addresses the ping is checked against; and other relays of the
+	// suite advertise static endpoints in 192.0.2.0/24.
 	for _, lb := range []string{"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"} {
 		if out, err := exec.Command("ip", "-n", netns, "route", "add", "unreachable", lb).CombinedOutput(); err != nil {
 			t.Fatalf("keeping %s off the load balancers in %s: %v: %s", hostname, lb, err, out)
